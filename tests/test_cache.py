@@ -1,0 +1,152 @@
+"""The SQLite response cache and the CachedModel wrapper."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from verify.cache import CachedModel, ResponseCache, cache_key
+from verify.ports import ChatReply, ChatRequest, Message, Usage
+
+
+@dataclass
+class EchoModel:
+    """Answers with a numbered echo of the last message; counts calls."""
+
+    finish_reason: str | None = "stop"
+    model_id: str = "fake:echo@1"
+    calls: int = 0
+    fail: Exception | None = None
+    requests: list[ChatRequest] = field(default_factory=list)
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        self.calls += 1
+        self.requests.append(request)
+        if self.fail is not None:
+            raise self.fail
+        parsed = {"n": self.calls} if request.schema else None
+        return ChatReply(
+            text=f"{self.calls}:{request.messages[-1].content}",
+            parsed=parsed,
+            usage=Usage(11, 7),
+            latency_s=0.25,
+            finish_reason=self.finish_reason,
+            model=self.model_id,
+        )
+
+
+def req(content: str = "hi", **kwargs: object) -> ChatRequest:
+    return ChatRequest((Message("user", content),), **kwargs)  # type: ignore[arg-type]
+
+
+def test_key_covers_model_messages_schema_replicate_but_not_purpose() -> None:
+    base = cache_key("m", req())
+    assert base == cache_key("m", req())
+    assert base == cache_key("m", req(purpose="rubric", trait="t"))
+    assert base != cache_key("m2", req())
+    assert base != cache_key("m", req("other"))
+    assert base != cache_key("m", req(schema={"title": "X"}))
+    assert base != cache_key("m", req(replicate=2))
+    assert len(base) == 64
+
+
+async def test_second_call_is_served_from_cache(tmp_path: Path) -> None:
+    inner = EchoModel()
+    model = CachedModel(inner, ResponseCache(tmp_path / "cache.sqlite"))
+    first = await model.complete(req(schema={"title": "S"}))
+    second = await model.complete(req(schema={"title": "S"}, purpose="other"))
+    assert inner.calls == 1
+    assert (model.hits, model.misses) == (1, 1)
+    assert not first.cached and second.cached
+    assert (second.text, second.parsed, second.usage) == (first.text, first.parsed, Usage(11, 7))
+    assert (second.latency_s, second.finish_reason, second.model) == (0.0, "stop", "fake:echo@1")
+    assert model.model_id == inner.model_id
+
+
+async def test_another_instance_on_the_same_file_hits(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "cache.sqlite"
+    await CachedModel(EchoModel(), ResponseCache(path)).complete(req())
+    inner = EchoModel()
+    again = CachedModel(inner, ResponseCache(path))
+    reply = await again.complete(req())
+    assert reply.cached and reply.text == "1:hi"
+    assert inner.calls == 0 and again.hits == 1
+
+
+@pytest.mark.parametrize("finish", ["length", "max_tokens", "content_filter"])
+async def test_truncated_replies_are_not_stored(tmp_path: Path, finish: str) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    inner = EchoModel(finish_reason=finish)
+    model = CachedModel(inner, cache)
+    await model.complete(req())
+    await model.complete(req())
+    assert inner.calls == 2 and len(cache) == 0
+
+
+async def test_errors_are_not_stored(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    model = CachedModel(EchoModel(fail=RuntimeError("boom")), cache)
+    with pytest.raises(RuntimeError):
+        await model.complete(req())
+    assert len(cache) == 0
+
+
+async def test_garbage_file_is_moved_aside(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    path.write_bytes(b"\x00garbage, not sqlite\xff" * 300)
+    with pytest.warns(RuntimeWarning, match="unreadable"):
+        cache = ResponseCache(path)
+    aside = list(tmp_path.glob("cache.sqlite.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_bytes().startswith(b"\x00garbage")
+    model = CachedModel(EchoModel(), cache)
+    await model.complete(req())
+    assert (await model.complete(req())).cached
+
+
+def test_writes_from_many_threads(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+
+    def work(worker: int) -> None:
+        for i in range(50):
+            cache.put(f"{worker}-{i}", {"text": str(i)})
+            assert cache.get(f"{worker}-{i}") == {"text": str(i)}
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(cache) == 400
+
+
+async def test_concurrent_tasks_share_one_cache(tmp_path: Path) -> None:
+    inner = EchoModel()
+    model = CachedModel(inner, ResponseCache(tmp_path / "c.sqlite"))
+    await asyncio.gather(*(model.complete(req(str(i))) for i in range(20)))
+    replies = await asyncio.gather(*(model.complete(req(str(i))) for i in range(20)))
+    assert inner.calls == 20 and all(r.cached for r in replies)
+
+
+def test_a_killed_writer_leaves_a_usable_cache(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    script = (
+        "import os, sys\n"
+        "from verify.cache import ResponseCache\n"
+        "cache = ResponseCache(sys.argv[1])\n"
+        "for i in range(200):\n"
+        "    cache.put(f'k{i}', {'text': 'x' * 1000})\n"
+        "os._exit(9)  # no close, no checkpoint: like a kill\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, timeout=60)
+    assert done.returncode == 9, done.stderr.decode()
+    cache = ResponseCache(path)
+    assert len(cache) == 200
+    assert cache.get("k199") == {"text": "x" * 1000}
+    cache.put("after", {"text": "ok"})
+    assert cache.get("after") == {"text": "ok"}

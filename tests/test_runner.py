@@ -1,0 +1,130 @@
+"""The batch runner: progressive save, resume after SIGKILL, exports, replicates, cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from verify.benchmark import load_benchmark
+from verify.config import VerificationConfig
+from verify.export import export, load_results
+from verify.runner import run_verification
+from verify.store import progress_path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "benchmarks" / "demo" / "demo.jsonld"
+ANSWERS = ROOT / "benchmarks" / "demo" / "answers.json"
+VOLATILE = {"execution_time", "timestamp"}
+
+
+def sim(model_id: str, **extra: object) -> dict[str, object]:
+    return {"id": model_id, "model_provider": "simulated", "model_name": f"simulated-{model_id}",
+            "interface": "simulated", "extra_kwargs": extra or None}
+
+
+def demo_config(**kw: object) -> VerificationConfig:
+    base: dict[str, object] = dict(
+        answering_models=[sim("model-a"), sim("model-b")],
+        parsing_models=[sim("judge", latency_ms=kw.pop("latency_ms", 0))],
+        evaluation_mode="rubric_only", deep_judgment_rubric_mode="enable_all",
+    )
+    base.update(kw)
+    return VerificationConfig.model_validate(base)
+
+
+def stable(result_json: dict) -> dict:
+    meta = {k: v for k, v in result_json["metadata"].items() if k not in VOLATILE}
+    return {**result_json, "metadata": meta}
+
+
+def by_key(path: Path) -> dict[str, dict]:
+    out = {}
+    for r in load_results(path):
+        out[r.metadata.task_key] = stable(json.loads(r.model_dump_json()))
+    return out
+
+
+def test_every_task_gets_one_result_and_progress_file_is_removed(tmp_path: Path) -> None:
+    answers = json.loads(ANSWERS.read_text())
+    out = tmp_path / "r.jsonl"
+    outcome = run_verification(load_benchmark(DEMO), demo_config(), answers=answers, output=out)
+    assert outcome.tasks == 8 and outcome.summary.total == 8
+    assert len(load_results(out)) == 8
+    assert not progress_path(out).exists()
+    keys = [r.metadata.task_key for r in load_results(out)]
+    assert len(set(keys)) == 8
+
+
+def test_replicates_multiply_tasks_and_are_numbered(tmp_path: Path) -> None:
+    answers = json.loads(ANSWERS.read_text())
+    outcome = run_verification(load_benchmark(DEMO), demo_config(replicate_count=2), answers=answers)
+    reps = sorted({r.metadata.replicate for r in outcome.results})
+    assert outcome.summary.total == 16 and reps == [1, 2]
+
+
+def test_exports_json_jsonl_csv(tmp_path: Path) -> None:
+    answers = json.loads(ANSWERS.read_text())
+    outcome = run_verification(load_benchmark(DEMO), demo_config(), answers=answers)
+    for suffix in (".json", ".jsonl", ".csv"):
+        path = tmp_path / f"out{suffix}"
+        assert export(outcome.results, path) == 8
+        assert path.stat().st_size > 0
+    assert len(load_results(tmp_path / "out.json")) == 8
+    header = (tmp_path / "out.csv").read_text().splitlines()[0]
+    assert "rubric_clarity" in header and "traits_without_valid_excerpts" in header
+
+
+def test_rerun_with_cache_makes_zero_live_calls(tmp_path: Path) -> None:
+    answers = json.loads(ANSWERS.read_text())
+    bench, config = load_benchmark(DEMO), demo_config()
+    first = run_verification(bench, config, answers=answers, cache_dir=tmp_path / "cache")
+    second = run_verification(bench, config, answers=answers, cache_dir=tmp_path / "cache")
+    assert first.summary.model_calls > 0
+    total_first = first.summary.model_calls + first.summary.cached_calls
+    assert second.summary.model_calls == 0 and second.summary.cached_calls == total_first
+
+
+def _write_preset(tmp_path: Path, latency_ms: int) -> Path:
+    config = demo_config(latency_ms=latency_ms, async_max_workers=2)
+    path = tmp_path / "preset.json"
+    path.write_text(json.dumps({"config": json.loads(config.model_dump_json(exclude={"deep_judgment_rubric_search_tool"}))}))
+    return path
+
+
+def _cli(args: list[str]) -> list[str]:
+    return [sys.executable, "-m", "verify", *args]
+
+
+def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    preset = _write_preset(tmp_path, latency_ms=40)
+    common = [str(DEMO), "--preset", str(preset), "--answers", str(ANSWERS), "--no-cache"]
+    reference = tmp_path / "reference.jsonl"
+    done = subprocess.run(_cli([*common, "--output", str(reference)]), capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+    out = tmp_path / "killed.jsonl"
+    proc = subprocess.Popen(_cli([*common, "--output", str(out)]), cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    progress = progress_path(out)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if progress.exists() and progress.read_text().count("\n") >= 3:
+            break
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    lines_before = progress.read_text().count("\n")
+    assert 3 <= lines_before < 8, "the run must be killed part-way"
+    assert not out.exists()
+
+    resumed = subprocess.run(_cli([*common, "--output", str(out), "--resume"]), capture_output=True, text=True, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resumed {lines_before}" in resumed.stdout
+    got, want = by_key(out), by_key(reference)
+    assert len(load_results(out)) == 8
+    assert got == want

@@ -1,0 +1,1 @@
+"""verify: staged verification of LLM answers."""

@@ -1,0 +1,245 @@
+"""The ``verify`` command: parse flags -> config -> run -> render. No verification logic here.
+
+Precedence is defaults < preset < flags, and a flag the user did not give is ``None`` and never
+overrides the preset (karenina's CLI resets preset values with its flag defaults; we do not).
+
+Exit codes: 0 run completed with no task errors; 1 user or setup error; 2 usage error;
+3 run completed but some tasks ended with execution errors; 4 pass rate below ``--fail-under``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+
+from verify.errors import UserError
+
+app = typer.Typer(
+    add_completion=False, pretty_exceptions_show_locals=False, no_args_is_help=True,
+    help="Verify LLM answers against a karenina-style benchmark: rubrics, deep judgment, templates.",
+)
+
+Opt = typer.Option
+DJ = "Deep judgment (rubrics)"
+MODELS = "Models"
+RUN = "Run"
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"verify {version('verify-judge')}")
+        raise typer.Exit()
+
+
+def parse_indices(spec: str, count: int) -> list[int]:
+    """'0,1,5-10' -> indices (inclusive ranges); out of range is an error."""
+    out: list[int] = []
+    for part in spec.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        try:
+            start, end = int(lo), int(hi or lo)
+        except ValueError:
+            raise UserError(f"--questions: {part!r} is not an index or a range", "use e.g. --questions 0,2,5-9") from None
+        if start > end or end >= count or start < 0:
+            raise UserError(f"--questions: {part!r} is out of range 0-{count - 1}", "see the list with --show-plan")
+        out.extend(range(start, end + 1))
+    return out
+
+
+def read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{what} file {path} not found", "check the path") from None
+    except ValueError as exc:
+        raise UserError(f"{what} file {path} is not valid JSON: {exc}", "fix the JSON syntax") from None
+
+
+def read_answers(path: Path) -> dict[str, dict[str, str]]:
+    data = read_json(path, "answers")
+    if not isinstance(data, dict):
+        raise UserError(f"answers file {path} must be a JSON object", 'use {"<model id>": {"<question id>": "answer"}}')
+    if all(isinstance(v, str) for v in data.values()):
+        return {"*": data}
+    bad = [k for k, v in data.items() if not (isinstance(v, dict) and all(isinstance(a, str) for a in v.values()))]
+    if bad:
+        raise UserError(
+            f"answers file {path}: entry {bad[0]!r} must map question ids to answer strings",
+            'use {"<model id>": {"<question id>": "answer"}} or {"<question id>": "answer"}',
+        )
+    return data
+
+
+@app.command()
+def verify(  # noqa: PLR0913 - one flag per karenina option, by design
+    benchmark: Annotated[Path, typer.Argument(help="karenina checkpoint (.jsonld)")],
+    preset: Annotated[str | None, Opt(help="preset file, or a name in ./presets", rich_help_panel=RUN)] = None,
+    output: Annotated[Path | None, Opt(help="results file: .json, .jsonl or .csv", rich_help_panel=RUN)] = None,
+    answers: Annotated[Path | None, Opt(help="recorded answers JSON {model id: {question id: answer}}", rich_help_panel=RUN)] = None,
+    manual_traces: Annotated[Path | None, Opt(help="karenina manual traces JSON {md5(question): answer}", rich_help_panel=RUN)] = None,
+    resume: Annotated[bool, Opt(help="skip tasks already saved in <output>.progress.jsonl", rich_help_panel=RUN)] = False,
+    progressive_save: Annotated[bool, Opt(help="accepted for karenina compatibility; results are always saved as they finish", rich_help_panel=RUN, hidden=True)] = False,
+    questions: Annotated[str | None, Opt(help="indices into the selected questions, e.g. 0,1,5-10", rich_help_panel=RUN)] = None,
+    question_ids: Annotated[str | None, Opt(help="comma-separated question ids", rich_help_panel=RUN)] = None,
+    include_unfinished: Annotated[bool, Opt(help="also verify questions not marked finished", rich_help_panel=RUN)] = False,
+    no_cache: Annotated[bool, Opt("--no-cache", help="do not read or write the response cache", rich_help_panel=RUN)] = False,
+    cache_dir: Annotated[Path, Opt(help="response cache directory", rich_help_panel=RUN)] = Path(".verify-cache"),
+    fail_under: Annotated[float | None, Opt(help="exit 4 when the pass rate is below RATE (0-1)", rich_help_panel=RUN)] = None,
+    run_name: Annotated[str | None, Opt(help="name stored in every result", rich_help_panel=RUN)] = None,
+    show_config: Annotated[bool, Opt(help="print the effective config as JSON and exit", rich_help_panel=RUN)] = False,
+    show_plan: Annotated[bool, Opt(help="print the stages and per-trait deep-judgment settings and exit", rich_help_panel=RUN)] = False,
+    verbose: Annotated[bool, Opt(help="show a progress bar", rich_help_panel=RUN)] = False,
+    debug: Annotated[bool, Opt(help="show tracebacks", rich_help_panel=RUN)] = False,
+    set_: Annotated[list[str] | None, Opt("--set", help="any config field: --set async_max_workers=4 (JSON values)", rich_help_panel=RUN)] = None,
+    answering_model: Annotated[str | None, Opt(rich_help_panel=MODELS)] = None,
+    answering_provider: Annotated[str | None, Opt(rich_help_panel=MODELS)] = None,
+    answering_id: Annotated[str | None, Opt(rich_help_panel=MODELS)] = None,
+    parsing_model: Annotated[str | None, Opt(rich_help_panel=MODELS)] = None,
+    parsing_provider: Annotated[str | None, Opt(rich_help_panel=MODELS)] = None,
+    parsing_id: Annotated[str | None, Opt(rich_help_panel=MODELS)] = None,
+    temperature: Annotated[float | None, Opt(rich_help_panel=MODELS)] = None,
+    interface: Annotated[str | None, Opt(help="interface for both roles (manual: answering only)", rich_help_panel=MODELS)] = None,
+    evaluation_mode: Annotated[str | None, Opt(help="template_only | template_and_rubric | rubric_only")] = None,
+    rubric_evaluation_strategy: Annotated[str | None, Opt(help="batch | sequential")] = None,
+    replicate_count: Annotated[int | None, Opt()] = None,
+    abstention: Annotated[bool | None, Opt("--abstention/--no-abstention")] = None,
+    sufficiency: Annotated[bool | None, Opt("--sufficiency/--no-sufficiency")] = None,
+    embedding_check: Annotated[bool | None, Opt("--embedding-check/--no-embedding-check")] = None,
+    embedding_threshold: Annotated[float | None, Opt()] = None,
+    embedding_model: Annotated[str | None, Opt()] = None,
+    deep_judgment: Annotated[bool | None, Opt("--deep-judgment/--no-deep-judgment", help="template deep judgment full/disabled")] = None,
+    deep_judgment_rubric_mode: Annotated[str | None, Opt(help="disabled | enable_all | use_checkpoint | custom", rich_help_panel=DJ)] = None,
+    deep_judgment_rubric_config: Annotated[Path | None, Opt(help="JSON {global: {...}, question_specific: {...}} for custom mode", rich_help_panel=DJ)] = None,
+    deep_judgment_rubric_excerpts: Annotated[bool | None, Opt("--deep-judgment-rubric-excerpts/--no-deep-judgment-rubric-excerpts", rich_help_panel=DJ)] = None,
+    deep_judgment_rubric_max_excerpts: Annotated[int | None, Opt(rich_help_panel=DJ)] = None,
+    deep_judgment_rubric_fuzzy_threshold: Annotated[float | None, Opt(rich_help_panel=DJ)] = None,
+    deep_judgment_rubric_retry_attempts: Annotated[int | None, Opt(rich_help_panel=DJ)] = None,
+    deep_judgment_rubric_search: Annotated[bool | None, Opt("--deep-judgment-rubric-search/--no-deep-judgment-rubric-search", rich_help_panel=DJ)] = None,
+    deep_judgment_rubric_search_tool: Annotated[str | None, Opt(help="tavily | simulated", rich_help_panel=DJ)] = None,
+    use_full_trace_for_template: Annotated[bool | None, Opt("--use-full-trace-for-template/--use-final-message-for-template")] = None,
+    use_full_trace_for_rubric: Annotated[bool | None, Opt("--use-full-trace-for-rubric/--use-final-message-for-rubric")] = None,
+    no_async: Annotated[bool, Opt("--no-async", help="run one task at a time")] = False,
+    async_workers: Annotated[int | None, Opt()] = None,
+    max_concurrent_requests: Annotated[int | None, Opt(help="global cap on concurrent model calls")] = None,
+    version: Annotated[bool, Opt("--version", callback=_version, is_eager=True)] = False,
+) -> None:
+    """Run (or plan) a verification of BENCHMARK."""
+    flags = dict(locals())
+    try:
+        code = _main(flags)
+    except UserError as exc:
+        if debug:
+            raise
+        message = " ".join(line.strip() for line in exc.message.splitlines())
+        typer.secho(f"error: {message}", err=True, fg="red")
+        if exc.hint:
+            typer.echo(f"hint: {exc.hint}", err=True)
+        raise typer.Exit(1) from None
+    raise typer.Exit(code)
+
+
+def build_config(flags: dict[str, Any]) -> Any:
+    from verify.config import DeepJudgmentRubricCustomConfig, VerificationConfig
+    from verify.presets import load_preset
+
+    base = load_preset(flags["preset"]) if flags["preset"] else None
+    ov: dict[str, Any] = {
+        k: flags[k]
+        for k in (
+            "answering_model", "answering_provider", "answering_id", "parsing_model", "parsing_provider",
+            "parsing_id", "temperature", "evaluation_mode", "rubric_evaluation_strategy", "replicate_count",
+            "abstention", "sufficiency", "embedding_check", "embedding_threshold", "embedding_model",
+            "deep_judgment_rubric_mode", "deep_judgment_rubric_excerpts", "deep_judgment_rubric_max_excerpts",
+            "deep_judgment_rubric_fuzzy_threshold", "deep_judgment_rubric_retry_attempts",
+            "deep_judgment_rubric_search", "deep_judgment_rubric_search_tool", "use_full_trace_for_template",
+            "use_full_trace_for_rubric", "max_concurrent_requests",
+        )
+    }
+    if flags["interface"]:
+        ov["answering_interface"] = flags["interface"]
+        if flags["interface"] != "manual":
+            ov["parsing_interface"] = flags["interface"]
+    if flags["deep_judgment"] is not None:
+        ov["deep_judgment_mode"] = "full" if flags["deep_judgment"] else "disabled"
+    if flags["no_async"]:
+        ov["async_execution"] = False
+    if flags["async_workers"] is not None:
+        ov["async_workers"] = flags["async_workers"]
+    if flags["deep_judgment_rubric_config"]:
+        path = flags["deep_judgment_rubric_config"]
+        data = read_json(path, "deep-judgment rubric config")
+        try:
+            ov["deep_judgment_rubric_config"] = DeepJudgmentRubricCustomConfig.model_validate(data)
+        except ValidationError as exc:
+            from verify.config import format_validation_error
+
+            detail = format_validation_error(exc, str(path))
+            raise UserError(f"{path}: {detail}", "see the custom-mode shape in the README") from None
+    if flags["manual_traces"]:
+        ov["manual_traces"] = read_json(flags["manual_traces"], "manual traces")
+    for item in flags["set_"] or []:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise UserError(f"--set {item!r} is not key=value", "use e.g. --set async_max_workers=4")
+        try:
+            ov[key.strip()] = json.loads(raw)
+        except ValueError:
+            ov[key.strip()] = raw
+    return VerificationConfig.from_overrides(base, **ov)
+
+
+def _main(flags: dict[str, Any]) -> int:
+    from verify.benchmark import load_benchmark
+    from verify.config import config_to_dict
+    from verify.runner import RunOptions, run_verification, select_questions
+
+    config = build_config(flags)
+    if flags["show_config"]:
+        typer.echo(json.dumps(config_to_dict(config), indent=2, default=str))
+        return 0
+    bench = load_benchmark(flags["benchmark"])
+    options = RunOptions(
+        output=flags["output"], resume=flags["resume"], include_unfinished=flags["include_unfinished"],
+        cache_dir=None if flags["no_cache"] else flags["cache_dir"],
+        answers=read_answers(flags["answers"]) if flags["answers"] else {},
+        run_name=flags["run_name"], progress=flags["verbose"],
+        question_ids=[q.strip() for q in flags["question_ids"].split(",") if q.strip()] if flags["question_ids"] else None,
+    )
+    if flags["questions"]:
+        selected = select_questions(bench, options)
+        options.question_ids = [selected[i].id for i in parse_indices(flags["questions"], len(selected))]
+    if flags["resume"] and not flags["output"]:
+        raise UserError("--resume needs --output (the run's results file)", "pass the same --output as the interrupted run")
+    if flags["show_plan"]:
+        from verify.report import render_plan
+
+        render_plan(bench, config, select_questions(bench, options))
+        return 0
+    if options.output is None:
+        options.output = Path("verify-results") / f"{Path(flags['benchmark']).stem}.json"
+    outcome = run_verification(bench, config, **vars(options))
+    from verify.report import render_summary
+
+    render_summary(outcome)
+    if flags["fail_under"] is not None and outcome.summary.pass_rate < flags["fail_under"]:
+        typer.secho(f"pass rate {outcome.summary.pass_rate:.3f} is below --fail-under {flags['fail_under']}", err=True, fg="red")
+        return 4
+    return 3 if outcome.summary.errors else 0
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(prog_name="verify")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""The fixed stage order, the per-config plan, and running one task through it.
+
+Order follows karenina's numbering (ValidateTemplate, GenerateAnswer, guards, AbstentionCheck,
+SufficiencyCheck, ParseTemplate, VerifyTemplate, EmbeddingCheck, DeepJudgmentAutoFail,
+RubricEvaluation, DeepJudgmentRubricAutoFail, FinalizeResult). Stages not built yet are absent
+from ``STAGES``; FinalizeResult is the loop's own last step and always runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from verify.errors import ModelError
+from verify.recording import CallRecord
+from verify.results import (
+    Metadata,
+    ModelIdentity,
+    StageError,
+    StageUsage,
+    TemplateSection,
+    VerificationResult,
+)
+from verify.stages import Stage
+from verify.stages.answer import GenerateAnswer
+from verify.stages.auto_fail import DeepJudgmentRubricAutoFail
+from verify.stages.rubric import RubricEvaluation
+
+if TYPE_CHECKING:
+    from verify.config import ModelConfig, VerificationConfig
+    from verify.state import Deps, TaskState
+
+STAGES: tuple[Stage, ...] = (GenerateAnswer(), RubricEvaluation(), DeepJudgmentRubricAutoFail())
+FINALIZE = "finalize_result"
+TRANSIENT = {"connection", "timeout", "rate_limit", "server_error"}
+
+
+def plan(config: VerificationConfig) -> list[Stage]:
+    """The stages that run for this config, in order (FinalizeResult follows them)."""
+    return [stage for stage in STAGES if stage.enabled(config)]
+
+
+def identity(model: ModelConfig) -> ModelIdentity:
+    name = model.model_name or "manual"
+    return ModelIdentity(interface=model.interface, model_name=name, config_id=model.id)
+
+
+def _usage(records: Sequence[CallRecord]) -> dict[str, StageUsage]:
+    groups: dict[str, StageUsage] = {}
+    for r in records:
+        key = (
+            "answer_generation" if r.purpose == "answer"
+            else "deep_judgment_rubric" if r.purpose.startswith("dj_")
+            else "rubric_evaluation" if r.purpose.startswith("rubric")
+            else r.purpose
+        )
+        for name in (key, "total"):
+            u = groups.setdefault(name, StageUsage())
+            u.input_tokens += r.usage.input_tokens
+            u.output_tokens += r.usage.output_tokens
+            u.total_tokens += r.usage.total_tokens
+            u.calls += 1
+            u.cached_calls += int(r.cached)
+    return groups
+
+
+def finalize(state: TaskState, deps: Deps, started: float) -> VerificationResult:
+    task = state.task
+    if state.failure is None and state.errors:
+        err = state.errors[-1]
+        group = "retry" if err.category in TRANSIENT else "system"
+        category = err.category if err.category in TRANSIENT else "unexpected_error"
+        state.fail(category, err.stage, err.message, group)
+    records = [*(deps.answerer.records if deps.answerer else []), *deps.judge.records]
+    metadata = Metadata(
+        question_id=task.question.id,
+        template_id=task.question.template_id,
+        task_key=task.key,
+        result_id=hashlib.sha256(task.key.encode()).hexdigest()[:16],
+        question_text=task.question.text,
+        raw_answer=task.question.raw_answer,
+        keywords=task.question.keywords or None,
+        answering=identity(task.answering),
+        parsing=identity(task.parsing),
+        answering_system_prompt=task.answering.system_prompt,
+        replicate=task.replicate,
+        run_name=deps.run_name,
+        evaluation_mode=deps.config.evaluation_mode,
+        stages=[*state.stages, FINALIZE],
+        failure=state.failure,
+        errors=state.errors,
+        warnings=state.warnings[:50],
+        execution_time=round(time.perf_counter() - started, 4),
+        timestamp=datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
+    )
+    template = TemplateSection(
+        raw_llm_response=state.answer, answer_source=state.answer_source,  # type: ignore[arg-type]
+        usage_metadata=_usage(records),
+    )
+    return VerificationResult(
+        metadata=metadata, template=template, rubric=state.rubric,
+        deep_judgment_rubric=state.deep_judgment_rubric,
+    )
+
+
+async def run_task(state: TaskState, deps: Deps, stages: Sequence[Stage]) -> VerificationResult:
+    """Run the planned stages for one task; a stage that raises is recorded and later stages go on."""
+    started = time.perf_counter()
+    for stage in stages:
+        if not stage.should_run(state):
+            continue
+        state.stages.append(stage.name)
+        try:
+            await stage.run(state, deps)
+        except ModelError as exc:
+            state.errors.append(StageError(stage=stage.name, message=str(exc)[:500], category=exc.category))
+        except Exception as exc:  # a bug or bad data in one task must not stop the run
+            state.errors.append(
+                StageError(stage=stage.name, message=f"{type(exc).__name__}: {exc}"[:500])
+            )
+    return finalize(state, deps, started)

@@ -1,0 +1,174 @@
+"""The versioned result of one task (question x answering model x judge x replicate).
+
+Sections follow karenina's ``VerificationResult`` (``metadata``, ``template``, ``rubric``,
+``deep_judgment``, ``deep_judgment_rubric``) with seed-003 field names, so existing analysis code
+keeps working. Failures are data: a stage that raised is in ``metadata.errors``; a trait the judge
+could not score is ``unscored`` in ``rubric.trait_status`` with the reason, never a failing score.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1.0"
+
+TraitStatus = Literal["scored", "unscored", "skipped", "auto_failed"]
+Score = bool | int | float
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelIdentity(_Model):
+    interface: str
+    model_name: str
+    config_id: str | None = None
+
+    @property
+    def display(self) -> str:
+        suffix = f" ({self.config_id})" if self.config_id and self.config_id != self.model_name else ""
+        return f"{self.interface}:{self.model_name}{suffix}"
+
+
+class Failure(_Model):
+    """Why a task did not pass. ``group`` buckets categories (content, autofail, retry, system...)."""
+
+    category: str
+    stage: str
+    reason: str
+    group: str
+
+
+class StageError(_Model):
+    stage: str
+    message: str
+    category: str = "unexpected_error"
+
+
+class StageUsage(_Model):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    calls: int = 0
+    cached_calls: int = 0
+
+
+class Metadata(_Model):
+    question_id: str
+    template_id: str
+    task_key: str
+    result_id: str
+    question_text: str
+    raw_answer: str | None = None
+    keywords: list[str] | None = None
+    answering: ModelIdentity
+    parsing: ModelIdentity
+    answering_system_prompt: str | None = None
+    replicate: int | None = None
+    run_name: str | None = None
+    evaluation_mode: str
+    stages: list[str] = Field(default_factory=list, description="stages that ran, in order")
+    failure: Failure | None = None
+    errors: list[StageError] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    execution_time: float = 0.0
+    timestamp: str = ""
+
+
+class TemplateSection(_Model):
+    raw_llm_response: str | None = None
+    answer_source: Literal["model", "recorded"] | None = None
+    verify_result: bool | None = None
+    template_verification_performed: bool = False
+    usage_metadata: dict[str, StageUsage] = Field(default_factory=dict)
+
+
+class TraitOutcome(_Model):
+    status: TraitStatus
+    score: Score | None = None
+    label: str | None = None
+    reason: str | None = None
+    raw_reply: str | None = None
+
+
+class RubricSection(_Model):
+    rubric_evaluation_performed: bool = True
+    rubric_evaluation_strategy: str = "batch"
+    llm_trait_scores: dict[str, Score] | None = None
+    llm_trait_labels: dict[str, str] | None = None
+    regex_trait_scores: dict[str, bool] | None = None
+    callable_trait_scores: dict[str, Score] | None = None
+    metric_trait_scores: dict[str, dict[str, float]] | None = None
+    metric_trait_confusion_lists: dict[str, dict[str, list[str]]] | None = None
+    trait_provenance: dict[str, str] = Field(default_factory=dict)
+    trait_status: dict[str, TraitOutcome] = Field(default_factory=dict)
+
+
+class Excerpt(_Model):
+    text: str
+    confidence: str = "medium"
+    similarity_score: float
+    start: int
+    end: int
+    match_method: str
+    search_results: list[dict[str, Any]] | None = None
+    hallucination_risk: str | None = None
+    hallucination_justification: str | None = None
+
+
+class RejectedExcerpt(_Model):
+    text: str
+    similarity_score: float
+    reason: str | None = None
+    attempt: int
+
+
+class TraitDeepMetadata(_Model):
+    stages_completed: list[str] = Field(default_factory=list)
+    model_calls: int = 0
+    had_excerpts: bool = False
+    excerpt_retry_count: int = 0
+    excerpt_validation_failed: bool = False
+    evidence: Literal["excerpts", "absence", "none", "failed"] = "none"
+    settings: dict[str, Any] = Field(default_factory=dict)
+    rejected_excerpts: list[RejectedExcerpt] = Field(default_factory=list)
+    error: str | None = None
+
+
+class HallucinationAssessment(_Model):
+    overall_risk: str
+    per_excerpt_risks: list[str]
+    assessed: bool = True
+    note: str | None = None
+
+
+class DeepJudgmentRubricSection(_Model):
+    deep_judgment_rubric_performed: bool = True
+    extracted_rubric_excerpts: dict[str, list[Excerpt]] = Field(default_factory=dict)
+    rubric_trait_reasoning: dict[str, str] = Field(default_factory=dict)
+    deep_judgment_rubric_scores: dict[str, Score] = Field(default_factory=dict)
+    standard_rubric_scores: dict[str, Score] = Field(default_factory=dict)
+    trait_metadata: dict[str, TraitDeepMetadata] = Field(default_factory=dict)
+    traits_without_valid_excerpts: list[str] = Field(default_factory=list)
+    rubric_hallucination_risk_assessment: dict[str, HallucinationAssessment] | None = None
+    total_deep_judgment_model_calls: int = 0
+    total_traits_evaluated: int = 0
+    total_excerpt_retries: int = 0
+
+
+class VerificationResult(_Model):
+    schema_version: str = SCHEMA_VERSION
+    metadata: Metadata
+    template: TemplateSection | None = None
+    rubric: RubricSection | None = None
+    deep_judgment: dict[str, Any] | None = None
+    deep_judgment_rubric: DeepJudgmentRubricSection | None = None
+
+    @property
+    def passed(self) -> bool:
+        if self.metadata.failure is not None:
+            return False
+        return not (self.template is not None and self.template.verify_result is False)

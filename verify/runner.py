@@ -1,0 +1,286 @@
+"""The batch runner: expand tasks, run them concurrently, save as they finish, resume.
+
+``run_verification(benchmark, config, ...)`` is the Python entry point (usable from a notebook);
+the CLI calls the same function. Tasks are pulled by a fixed pool of workers
+(``async_max_workers``), model calls share one global limit (``max_concurrent_requests``), and
+each finished task is appended to ``<output>.progress.jsonl`` (fsynced) before the next starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from verify.dj_settings import resolve_trait
+from verify.errors import ConfigError, ModelError
+from verify.export import Summary, export
+from verify.pipeline import plan, run_task
+from verify.ports import ChatModel, Search
+from verify.recording import RecordingModel
+from verify.results import VerificationResult
+from verify.state import AnswerMemo, Deps, Task, TaskState
+from verify.store import ResultWriter, done_keys, latest_results, progress_path
+
+if TYPE_CHECKING:
+    from verify.benchmark import Benchmark, Question
+    from verify.config import ModelConfig, VerificationConfig
+
+ModelFactory = Callable[["ModelConfig"], ChatModel]
+
+
+@dataclass
+class RunOptions:
+    """How to run, beyond what the config says.
+
+    ``output``: final export path (.json/.jsonl/.csv); progress goes to ``<output>.progress.jsonl``.
+    ``resume``: skip tasks already finished in the progress file. ``cache_dir``: response cache
+    location (``None`` disables it). ``answers``: recorded answers ``{answering model id or "*":
+    {question id or md5(question text): answer}}``.
+    """
+
+    output: Path | None = None
+    resume: bool = False
+    cache_dir: Path | None = None
+    answers: dict[str, dict[str, str]] = field(default_factory=dict)
+    run_name: str | None = None
+    question_ids: Sequence[str] | None = None
+    include_unfinished: bool = False
+    progress: bool = False
+    keep_results: bool = True
+    model_factory: ModelFactory | None = None
+    search: Search | None = None
+    on_result: Callable[[VerificationResult], None] | None = None
+
+
+@dataclass
+class RunOutcome:
+    results: list[VerificationResult]
+    summary: Summary
+    tasks: int
+    resumed: int
+    output: Path | None
+    config_warnings: list[str] = field(default_factory=list)
+
+
+def canonical(model: ModelConfig) -> str:
+    return f"{model.interface}:{model.model_name}:{model.id}"
+
+
+def select_questions(benchmark: Benchmark, options: RunOptions) -> list[Question]:
+    questions = list(benchmark.questions)
+    if options.question_ids:
+        wanted = list(options.question_ids)
+        known = {q.id for q in questions}
+        missing = [q for q in wanted if q not in known]
+        if missing:
+            raise ConfigError(f"unknown question id(s): {', '.join(missing)}", "list ids with --show-plan")
+        questions = [q for q in questions if q.id in set(wanted)]
+    elif not options.include_unfinished:
+        questions = [q for q in questions if q.finished]
+    return questions
+
+
+def build_tasks(benchmark: Benchmark, config: VerificationConfig, questions: Sequence[Question]) -> Iterator[Task]:
+    """Every question x answering model x parsing model x replicate, lazily."""
+    replicates: list[int | None] = [None] if config.replicate_count == 1 else list(range(1, config.replicate_count + 1))
+    for question in questions:
+        try:
+            rubric, provenance = benchmark.rubric_for(question)
+        except ValueError as exc:
+            raise ConfigError(f"question {question.id!r}: {exc}") from None
+        for answering in config.answering_models:
+            for parsing in config.parsing_models:
+                for rep in replicates:
+                    key = "\t".join([question.id, canonical(answering), canonical(parsing)] + ([f"rep{rep}"] if rep else []))
+                    yield Task(question, rubric, dict(provenance), answering, parsing, rep, key)
+
+
+def needs_search(benchmark: Benchmark, config: VerificationConfig, questions: Sequence[Question]) -> bool:
+    if config.evaluation_mode == "template_only" or config.deep_judgment_rubric_mode == "disabled":
+        return False
+    for question in questions:
+        rubric, _ = benchmark.rubric_for(question)
+        if any(resolve_trait(config, question.id, t).search_enabled for t in rubric.llm_traits):
+            return True
+    return False
+
+
+def make_search_port(config: VerificationConfig) -> Search:
+    from verify.adapters.tavily import make_search
+
+    tool = config.deep_judgment_rubric_search_tool
+    # API keys are read here, at the edge, never inside the config model.
+    return make_search(tool, api_key=os.environ.get("TAVILY_API_KEY"))
+
+
+class _Models:
+    """One live model per model config, built on first use and shared by all tasks."""
+
+    def __init__(self, config: VerificationConfig, options: RunOptions) -> None:
+        self.config, self.options = config, options
+        self.built: dict[str, ChatModel] = {}
+        self.cache = None
+        if options.cache_dir is not None:
+            from verify.cache import ResponseCache
+
+            self.cache = ResponseCache(Path(options.cache_dir) / "responses.sqlite")
+        limit = config.max_concurrent_requests
+        self.limiter = asyncio.Semaphore(limit) if limit else None
+
+    def get(self, model: ModelConfig) -> ChatModel | None:
+        key = canonical(model)
+        if key not in self.built:
+            if self.options.model_factory is not None:
+                self.built[key] = self.options.model_factory(model)
+            elif model.interface == "manual":
+                return None
+            else:
+                from verify.models import build_model
+
+                self.built[key] = build_model(model, cache=self.cache, limiter=self.limiter, policy=self.config.retry_policy)
+        return self.built[key]
+
+
+async def run_async(benchmark: Benchmark, config: VerificationConfig, options: RunOptions | None = None) -> RunOutcome:
+    options = options or RunOptions()
+    questions = select_questions(benchmark, options)
+    if not questions:
+        raise ConfigError(
+            "no questions to verify: the benchmark has no finished questions",
+            "mark questions finished, pass --include-unfinished, or select them with --question-ids",
+        )
+    stages = plan(config)
+    search = options.search
+    if search is None and needs_search(benchmark, config, questions):
+        search = make_search_port(config)
+    models = _Models(config, options)
+    progress_file = progress_path(options.output) if options.output else None
+    skip = done_keys(progress_file) if (progress_file and options.resume) else set()
+    if progress_file and not options.resume and progress_file.exists():
+        progress_file.unlink()
+    writer = ResultWriter(progress_file, append=options.resume) if progress_file else None
+    memo = AnswerMemo()
+    summary = Summary()
+    results: list[VerificationResult] = []
+    all_tasks = list(build_tasks(benchmark, config, questions)) if options.progress else None
+    total = len(all_tasks) if all_tasks is not None else None
+    pending = (t for t in (all_tasks if all_tasks is not None else build_tasks(benchmark, config, questions)) if t.key not in skip)
+    resumed = len(skip)
+    bar = _Progress(total, resumed) if options.progress else None
+    ran = 0
+
+    async def one(task: Task) -> VerificationResult:
+        answerer = models.get(task.answering)
+        judge = models.get(task.parsing)
+        if judge is None:
+            raise ModelError(f"parsing model {task.parsing.id!r} cannot be the manual interface")
+        deps = Deps(
+            config=config,
+            answerer=RecordingModel(answerer, task.replicate) if answerer else None,
+            judge=RecordingModel(judge, task.replicate),
+            search=search,
+            recorded_answers=options.answers,
+            answers=memo,
+            run_name=options.run_name,
+        )
+        return await run_task(TaskState(task), deps, stages)
+
+    async def worker() -> None:
+        nonlocal ran
+        for task in pending:
+            result = await one(task)
+            ran += 1
+            if writer:
+                writer.write(result)
+            summary.add(result)
+            if options.keep_results and not progress_file:
+                results.append(result)
+            if options.on_result:
+                options.on_result(result)
+            if bar:
+                bar.advance(result)
+
+    workers = max(1, config.async_max_workers if config.async_enabled else 1)
+    try:
+        if bar:
+            bar.start()
+        await asyncio.gather(*(worker() for _ in range(workers)))
+    finally:
+        if bar:
+            bar.stop()
+        if writer:
+            writer.close()
+    if progress_file is not None and options.output is not None:
+        summary = Summary()
+        for r in latest_results(progress_file):
+            summary.add(r)
+        header = {"run_name": options.run_name, "evaluation_mode": config.evaluation_mode, "tasks": summary.total}
+        export(latest_results(progress_file), options.output, header=header)
+        if options.keep_results:
+            results = list(latest_results(progress_file))
+        progress_file.unlink()
+    return RunOutcome(results=results, summary=summary, tasks=resumed + ran, resumed=resumed, output=options.output)
+
+
+def run_verification(benchmark: Benchmark, config: VerificationConfig, **kwargs: Any) -> RunOutcome:
+    """Run a verification and return its results; works inside a notebook's running event loop.
+
+    Keyword arguments are :class:`RunOptions` fields (``output``, ``resume``, ``cache_dir``,
+    ``answers``, ``question_ids``, ...).
+    """
+    options = RunOptions(**kwargs)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run_async(benchmark, config, options))
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(run_async(benchmark, config, options))
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
+class _Progress:
+    """A rich progress bar: tasks done, failures, elapsed, ETA."""
+
+    def __init__(self, total: int | None, resumed: int) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("verifying"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("[red]{task.fields[failed]} failed"), TimeElapsedColumn(), TimeRemainingColumn(),
+            transient=False,
+        )
+        self.task_id = self.progress.add_task("verify", total=total, completed=resumed, failed=0)
+        self.failed = 0
+
+    def start(self) -> None:
+        self.progress.start()
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+    def advance(self, result: VerificationResult) -> None:
+        self.failed += 0 if result.passed else 1
+        self.progress.update(self.task_id, advance=1, failed=self.failed)

@@ -1,0 +1,256 @@
+"""RubricEvaluation: score every trait of the task's merged rubric.
+
+Reads ``state.answer`` and the rubric; writes ``state.rubric`` and, when any trait runs deep
+judgment, ``state.deep_judgment_rubric``. Regex, callable, metric and standard LLM traits are
+evaluated whether or not deep judgment is on for other traits. LLM calls of one task run
+concurrently (standard batch call, each metric trait, each deep-judgment trait). A trait the judge
+could not score is ``unscored`` with the reason; it never takes other traits' scores with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from verify import prompts
+from verify.deep_judgment import TraitContext, TraitJudgment, judge_trait, read_verdict, verdict_schema
+from verify.dj_settings import resolve_rubric
+from verify.errors import ModelError
+from verify.ports import ChatModel, Message
+from verify.results import DeepJudgmentRubricSection, RubricSection, Score, TraitOutcome
+from verify.rubric import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait
+from verify.structured import ask_structured
+from verify.traits import confusion_metrics, eval_callable, eval_regex
+
+if TYPE_CHECKING:
+    from verify.config import VerificationConfig
+    from verify.state import Deps, TaskState
+
+Outcomes = dict[str, TraitOutcome]
+
+
+def _messages(text: str) -> list[Message]:
+    return [Message("system", prompts.JUDGE_SYSTEM), Message("user", text)]
+
+
+def check_score(trait: LLMTrait, value: Any) -> TraitOutcome:
+    """Validate one raw batch value against the trait; out-of-range values are unscored, not clamped."""
+    if trait.kind == "boolean":
+        if isinstance(value, bool):
+            return TraitOutcome(status="scored", score=value)
+        if isinstance(value, int | str) and str(value).strip().lower() in {"true", "false", "1", "0", "yes", "no"}:
+            return TraitOutcome(status="scored", score=str(value).strip().lower() in {"true", "1", "yes"})
+        return TraitOutcome(status="unscored", reason=f"expected true/false, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+        return TraitOutcome(status="unscored", reason=f"expected an integer score, got {value!r}")
+    lo, hi = trait.min_score, trait.max_score
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        return TraitOutcome(status="unscored", reason=f"score {value} outside [{lo}, {hi}]")
+    return TraitOutcome(status="scored", score=int(value))
+
+
+def check_label(trait: LLMTrait, label: str) -> TraitOutcome:
+    names = trait.class_names
+    match = next((n for n in names if n == label), None) or next(
+        (n for n in names if n.lower() == label.strip().lower()), None
+    )
+    if match is None:
+        return TraitOutcome(status="unscored", reason=f"label {label!r} is not one of {names}")
+    return TraitOutcome(status="scored", score=names.index(match), label=match)
+
+
+async def batch_scores(judge: ChatModel, question: str, answer: str, traits: list[LLMTrait], reference: str | None) -> Outcomes:
+    reply = await ask_structured(
+        judge, _messages(prompts.batch_rubric_prompt(question, answer, traits, reference)),
+        prompts.BatchRubricScores, purpose="rubric_batch",
+    )
+    if reply.value is None:
+        why = f"judge reply unparseable: {reply.error}"
+        return {t.name: TraitOutcome(status="unscored", reason=why, raw_reply=reply.raw_text) for t in traits}
+    scores = reply.value.scores
+    return {
+        t.name: check_score(t, scores[t.name]) if t.name in scores
+        else TraitOutcome(status="unscored", reason="trait missing from the judge's batch reply")
+        for t in traits
+    }
+
+
+async def batch_labels(judge: ChatModel, question: str, answer: str, traits: list[LLMTrait]) -> Outcomes:
+    reply = await ask_structured(
+        judge, _messages(prompts.batch_literal_prompt(question, answer, traits)),
+        prompts.BatchLiteralClassifications, purpose="rubric_literal_batch",
+    )
+    if reply.value is None:
+        why = f"judge reply unparseable: {reply.error}"
+        return {t.name: TraitOutcome(status="unscored", reason=why, raw_reply=reply.raw_text) for t in traits}
+    labels = {c.trait_name: c.class_name for c in reply.value.classifications}
+    return {
+        t.name: check_label(t, labels[t.name]) if t.name in labels
+        else TraitOutcome(status="unscored", reason="trait missing from the judge's reply")
+        for t in traits
+    }
+
+
+async def single_score(judge: ChatModel, question: str, answer: str, trait: LLMTrait, reference: str | None) -> Outcomes:
+    reply = await ask_structured(
+        judge, _messages(prompts.single_trait_prompt(question, answer, trait, reference)),
+        verdict_schema(trait), purpose="rubric_single", trait=trait.name,
+    )
+    if reply.value is None:
+        return {trait.name: TraitOutcome(status="unscored", reason=f"judge reply unparseable: {reply.error}",
+                                         raw_reply=reply.raw_text)}
+    score, label = read_verdict(trait, reply.value)
+    return {trait.name: TraitOutcome(status="scored", score=score, label=label)}
+
+
+async def metric_scores(judge: ChatModel, question: str, answer: str, trait: MetricTrait) -> tuple[str, Any]:
+    reply = await ask_structured(
+        judge, _messages(prompts.metric_prompt(question, answer, trait)),
+        prompts.ConfusionMatrixOutput, purpose="rubric_metric", trait=trait.name,
+    )
+    if reply.value is None:
+        return trait.name, TraitOutcome(status="unscored", reason=f"judge reply unparseable: {reply.error}",
+                                        raw_reply=reply.raw_text)
+    lists, metrics = confusion_metrics(trait, reply.value.model_dump())
+    return trait.name, (lists, metrics)
+
+
+async def _guard(name_list: list[str], coro: Any) -> Any:
+    """A judge outage on one call leaves only that call's traits unscored."""
+    try:
+        return await coro
+    except ModelError as exc:
+        why = f"judge call failed ({exc.category}): {exc}"
+        return {n: TraitOutcome(status="unscored", reason=why) for n in name_list}
+
+
+def standard_calls(config: VerificationConfig, judge: ChatModel, question: Any, answer: str, traits: list[LLMTrait]) -> list[Any]:
+    reference = question.raw_answer
+    calls: list[Any] = []
+    sequential = config.rubric_evaluation_strategy != "batch"
+    graded = [t for t in traits if t.kind in ("boolean", "score")]
+    literal = [t for t in traits if t.kind == "literal"]
+    if sequential:
+        for t in graded + literal:
+            ref = reference if t.include_ground_truth else None
+            calls.append(_guard([t.name], single_score(judge, question.text, answer, t, ref)))
+        return calls
+    for with_reference in (False, True):
+        group = [t for t in graded if t.include_ground_truth == with_reference]
+        if group:
+            ref = reference if with_reference else None
+            calls.append(_guard([t.name for t in group], batch_scores(judge, question.text, answer, group, ref)))
+    if literal:
+        calls.append(_guard([t.name for t in literal], batch_labels(judge, question.text, answer, literal)))
+    return calls
+
+
+class RubricEvaluation:
+    name = "rubric_evaluation"
+    summary = "score every rubric trait (LLM, deep judgment, regex, callable, metric)"
+
+    def enabled(self, config: VerificationConfig) -> bool:
+        return config.evaluation_mode != "template_only"
+
+    def should_run(self, state: TaskState) -> bool:
+        return state.answer is not None and bool(state.task.rubric.traits)
+
+    async def run(self, state: TaskState, deps: Deps) -> None:
+        config, task, answer = deps.config, state.task, state.answer or ""
+        rubric = task.rubric
+        settings = resolve_rubric(config, task.question.id, rubric.llm_traits)
+        dj_traits = [t for t in rubric.llm_traits if settings[t.name].enabled]
+        std_traits = [t for t in rubric.llm_traits if not settings[t.name].enabled and t.kind != "template"]
+        metric_traits: list[MetricTrait] = rubric.of_type(MetricTrait)
+        section = RubricSection(
+            rubric_evaluation_strategy=config.rubric_evaluation_strategy or "sequential",
+            trait_provenance=dict(task.provenance),
+        )
+        status = section.trait_status
+        for trait in rubric.traits:
+            if isinstance(trait, RegexTrait | CallableTrait):
+                verdict = eval_regex(trait, answer) if isinstance(trait, RegexTrait) else eval_callable(trait, answer)
+                status[trait.name] = (
+                    TraitOutcome(status="scored", score=verdict.score, label=verdict.label)
+                    if verdict.score is not None else TraitOutcome(status="unscored", reason=verdict.reason)
+                )
+            elif isinstance(trait, AgenticTrait):
+                status[trait.name] = TraitOutcome(status="skipped", reason="agentic traits need an agent runtime")
+            elif isinstance(trait, LLMTrait) and trait.kind == "template":
+                status[trait.name] = TraitOutcome(status="skipped", reason="template-kind traits are not evaluated yet")
+
+        ctx = TraitContext(task.question.text, answer, deps.judge, deps.search)
+        std = standard_calls(config, deps.judge, task.question, answer, std_traits)
+        metrics = [_guard([t.name], metric_scores(deps.judge, task.question.text, answer, t)) for t in metric_traits]
+        deep = [judge_trait(t, settings[t.name], ctx) for t in dj_traits]
+        std_out, metric_out, deep_out = await asyncio.gather(
+            asyncio.gather(*std), asyncio.gather(*metrics), asyncio.gather(*deep)
+        )
+        for outcomes in std_out:
+            status.update(outcomes)
+        for item in metric_out:
+            if isinstance(item, dict):
+                status.update(item)
+                continue
+            name, value = item
+            if isinstance(value, TraitOutcome):
+                status[name] = value
+            else:
+                lists, values = value
+                section.metric_trait_confusion_lists = {**(section.metric_trait_confusion_lists or {}), name: lists}
+                section.metric_trait_scores = {**(section.metric_trait_scores or {}), name: values}
+                status[name] = TraitOutcome(status="scored")
+        for judgment in deep_out:
+            status[judgment.name] = TraitOutcome(
+                status=judgment.status, score=judgment.score, label=judgment.label,
+                reason=judgment.reason, raw_reply=judgment.raw_reply,
+            )
+        fill_scores(section, rubric.traits)
+        state.rubric = section
+        if dj_traits:
+            state.deep_judgment_rubric = deep_section(deps, deep_out, std_traits, status)
+
+
+def fill_scores(section: RubricSection, traits: list[Any]) -> None:
+    def scored(kind: type) -> dict[str, Score]:
+        out: dict[str, Score] = {}
+        for t in traits:
+            name: str = t.name
+            outcome = section.trait_status.get(name)
+            if isinstance(t, kind) and outcome and outcome.status == "scored" and outcome.score is not None:
+                out[name] = outcome.score
+        return out
+
+    section.llm_trait_scores = scored(LLMTrait) or None
+    labels = {n: o.label for n, o in section.trait_status.items() if o.label is not None}
+    llm_names = {str(t.name) for t in traits if isinstance(t, LLMTrait)}
+    section.llm_trait_labels = {n: v for n, v in labels.items() if n in llm_names} or None
+    section.regex_trait_scores = {k: bool(v) for k, v in scored(RegexTrait).items()} or None
+    section.callable_trait_scores = scored(CallableTrait) or None
+
+
+def deep_section(deps: Deps, judgments: list[TraitJudgment], std_traits: list[LLMTrait], status: Outcomes) -> DeepJudgmentRubricSection:
+    section = DeepJudgmentRubricSection()
+    risks = {}
+    for j in judgments:
+        j.metadata.model_calls = deps.judge.calls_for(j.name, "dj_")
+        section.trait_metadata[j.name] = j.metadata
+        if j.excerpts:
+            section.extracted_rubric_excerpts[j.name] = j.excerpts
+        if j.reasoning is not None:
+            section.rubric_trait_reasoning[j.name] = j.reasoning
+        if j.status == "scored" and j.score is not None:
+            section.deep_judgment_rubric_scores[j.name] = j.score
+        if j.without_valid_excerpts:
+            section.traits_without_valid_excerpts.append(j.name)
+        if j.hallucination is not None:
+            risks[j.name] = j.hallucination
+        section.total_excerpt_retries += j.metadata.excerpt_retry_count
+        section.total_deep_judgment_model_calls += j.metadata.model_calls
+    section.total_traits_evaluated = len(section.deep_judgment_rubric_scores)
+    section.rubric_hallucination_risk_assessment = risks or None
+    for t in std_traits:
+        outcome = status.get(t.name)
+        if outcome and outcome.status == "scored" and outcome.score is not None:
+            section.standard_rubric_scores[t.name] = outcome.score
+    return section
