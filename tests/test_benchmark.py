@@ -89,11 +89,13 @@ def test_multi_question_fixture() -> None:
     assert bench.global_rubric is not None
     (completeness,) = bench.global_rubric.traits
     assert isinstance(completeness, CallableTrait)
-    assert (completeness.name, completeness.kind, completeness.callable_code) == ("Completeness", "boolean", None)
+    # no kind property: inferred from the 5/1 bounds like an LLM trait (karenina would say boolean)
+    assert (completeness.name, completeness.callable_code) == ("Completeness", None)
+    assert (completeness.kind, completeness.min_score, completeness.max_score) == ("score", 1, 5)
     mq004 = bench.question("urn:karenina:test:mq004")
     assert mq004.rubric is not None
     (case,) = mq004.rubric.traits
-    assert isinstance(case, CallableTrait) and case.name == "Case Sensitivity"
+    assert isinstance(case, CallableTrait) and (case.name, case.kind) == ("Case Sensitivity", "boolean")
     assert all(q.rubric is None for q in bench.questions if q.id != mq004.id)
     merged, provenance = bench.rubric_for("urn:karenina:test:mq004")
     assert [t.name for t in merged.traits] == ["Completeness", "Case Sensitivity"]
@@ -451,6 +453,12 @@ def test_bad_question_properties() -> None:
         where + "property 'finished' must be true or false, got 'yes'",
         where + "property 'few_shot_examples' must be a list of {\"question\", \"answer\"} objects",
     ]
+
+
+def test_union_field_errors_are_one_line() -> None:
+    data = raw()
+    data["creator"] = 3
+    assert one_problem(data) == "top level: creator: expected str or dict[str,any], got 3"
 
 
 def test_all_problems_reported_together_and_capped() -> None:

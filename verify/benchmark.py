@@ -11,6 +11,7 @@ updated when asked.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import hashlib
 import json
@@ -212,7 +213,7 @@ class Benchmark(BaseModel):
         doc["additionalProperty"] = [property_value("benchmark_format_version", FORMAT_VERSION), *self.extra_properties]
         for key, value in self.extra_keys.items():
             doc.setdefault(key, value)
-        return doc
+        return copy.deepcopy(doc)  # callers may edit the dict without touching the model
 
 
 def load_benchmark(path: str | Path) -> Benchmark:
@@ -332,7 +333,8 @@ def _decode_question(
     if isinstance(qid, str):
         label = f"question {qid!r}"
         if qid in seen:
-            problems.add(label, f"duplicate question id (also dataFeedElement[{seen[qid]}]); ids must be unique")
+            fix = "ids must be unique" if "@id" in entry else "same text and no '@id'; give each an '@id'"
+            problems.add(label, f"duplicate question id (also dataFeedElement[{seen[qid]}]); {fix}")
         seen.setdefault(qid, i)
     if not isinstance(item, dict):
         problems.add(label, "missing 'item' (the schema.org Question with text, acceptedAnswer and hasPart)")

@@ -74,29 +74,26 @@ class Problems:
 
 def validation_messages(exc: ValidationError) -> list[str]:
     """One short line per pydantic error (``field: message, got value``), no URLs or dumps."""
-    lines: list[str] = []
-    unions: dict[str, list[str]] = {}  # a union field fails once per member: report it once
+    lines: list[str | tuple[str, str]] = []
+    members: dict[tuple[str, str], list[str]] = {}  # union fields fail once per member type
     for err in exc.errors(include_url=False):
-        loc = ".".join(str(part) for part in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
+        loc, msg = err["loc"], err["msg"].removeprefix("Value error, ")
+        where = ".".join(str(part) for part in loc)
         got = repr(err.get("input"))
         got = got if len(got) <= 60 else got[:57] + "..."
         if err["type"] == "value_error":  # our validators write complete sentences
             lines.append(msg)
         elif err["type"] in ("missing", "extra_forbidden"):
-            lines.append(f"{loc}: {msg.lower()}")
-        elif len(err["loc"]) == 2 and not isinstance(err["loc"][1], int) and "[" in str(err["loc"][1]) + loc:
-            field = str(err["loc"][0])
-            if field not in unions:
-                unions[field] = []
-                lines.append(field)
-            unions[field].append(str(err["loc"][1]))
-            lines[lines.index(field)] = field  # placeholder, filled below
+            lines.append(f"{where}: {msg.lower()}")
+        elif len(loc) == 2 and isinstance(loc[1], str):  # e.g. ('author', 'dict[str,any]')
+            key = (str(loc[0]), got)
+            if key not in members:
+                members[key] = []
+                lines.append(key)
+            members[key].append(loc[1])
         else:
-            lines.append(f"{loc + ': ' if loc else ''}{msg.lower()}, got {got}")
-        if field_got := (str(err["loc"][0]) if err["loc"] else "") in unions and got:
-            del field_got
-    return [f"{line}: invalid value (expected {' or '.join(unions[line])})" if line in unions else line
+            lines.append(f"{where + ': ' if where else ''}{msg.lower()}, got {got}")
+    return [line if isinstance(line, str) else f"{line[0]}: expected {' or '.join(members[line])}, got {line[1]}"
             for line in lines]
 
 
@@ -320,7 +317,9 @@ def _callable_fields(values: dict[str, Any], bounds: _Bounds, where: str, proble
             base64.b64decode(values["callable_code"], validate=True)
         except (binascii.Error, TypeError, ValueError):
             problems.add(where, "callable_code is not valid base64")
-    if values.get("kind", "boolean") == "score":
+    if values.get("kind") is None:  # infer as for LLM traits (karenina always says boolean)
+        values["kind"] = "boolean" if bounds == (1.0, 0.0) else "score"
+    if values["kind"] == "score":
         _fill_scores(values, bounds, where, problems)
     return values
 

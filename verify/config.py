@@ -424,8 +424,8 @@ class DeepJudgmentRubricCustomConfig(BaseModel):
 
     def resolve(self, question_id: str, trait_name: str) -> DeepJudgmentTraitConfig | None:
         """Question-specific settings, else global ones, else ``None`` (no deep judgment)."""
-        per_question = self.question_specific.get(question_id, {})
-        return per_question.get(trait_name) or self.global_traits.get(trait_name)
+        specific = self.question_specific.get(question_id, {}).get(trait_name)
+        return specific if specific is not None else self.global_traits.get(trait_name)
 
     def any_search(self) -> bool:
         configs = [
@@ -847,7 +847,7 @@ def _apply_model_overrides(data: dict[str, Any], given: dict[str, Any], *, has_b
     for role in ("answering", "parsing"):
         key = f"{role}_models"
         ov = {k: given.get(f"{role}_{k}") for k in _ROLE_KEYS}
-        models = [m.model_dump() if isinstance(m, ModelConfig) else dict(m) for m in data.get(key) or []]
+        models = [_model_dict(m) if isinstance(m, ModelConfig) else dict(m) for m in data.get(key) or []]
         if role == "answering" and (traces is not None or ov["interface"] == "manual"):
             data[key] = [_manual_model(models, ov, traces)]
             continue

@@ -271,7 +271,8 @@ async def ask_structured(
         feedback = error
         if is_truncated(reply.finish_reason):
             feedback = f"{error}; the reply hit the length limit, so answer more briefly"
-        conversation += [Message("assistant", reply.text), Message("user", _feedback(feedback))]
+        said = reply.text if reply.text.strip() else "(empty reply)"  # some APIs reject empty turns
+        conversation += [Message("assistant", said), Message("user", _feedback(feedback))]
     return Structured(None, raw_text, error, calls, usage, calls)
 
 

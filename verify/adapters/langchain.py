@@ -59,7 +59,8 @@ STRUCTURED_METHODS = ("json_schema", "function_calling", "json_mode", "none")
 
 # extra_kwargs keys that steer this adapter and are not passed to the model class
 _ADAPTER_KEYS = ("structured_output_method", "endpoint_base_url_mode")
-_OPENAI_LIKE = frozenset({"openai", "azure_openai", "deepseek", "xai", "groq", "together", "fireworks"})
+# providers whose chat class is ChatOpenAI: response_format json_schema goes straight to the SDK
+_OPENAI_LIKE = frozenset({"openai", "azure_openai"})
 _KEY_ENV = {
     "openai": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
@@ -212,10 +213,11 @@ class LangChainModel:
                 key = env.get(env_name)
                 if key:
                     kwargs["api_key"] = key
-                elif base_url is None:
+                elif base_url is not None:
+                    kwargs["api_key"] = "none"  # a local or proxy endpoint may need no key
+                elif provider == "openai":
                     raise self._missing_key(env_name)
-                else:
-                    kwargs["api_key"] = "none"
+                # other providers: a missing package is reported first, then their own key check
             else:
                 base_url = extra.pop("base_url", None)
         else:
@@ -426,6 +428,8 @@ class LangChainModel:
         invalid = getattr(message, "invalid_tool_calls", None) or []
         if calls and parsed is not None:
             text = json.dumps(parsed, ensure_ascii=False)
+        elif calls and not text.strip():
+            text = json.dumps(calls[0].get("args"), ensure_ascii=False, default=str)
         elif invalid and not text.strip():
             text = str(invalid[0].get("args") or "")
         finish = _finish_reason(message)

@@ -181,6 +181,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._chat(raw, body)
         except _Fail as fail:
             self._send_error(fail.status, fail.message)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client went away mid-reply
         except Exception as exc:  # a bug or a brain failure: say so instead of dropping the connection
             self._send_error(500, f"simulated server error: {type(exc).__name__}: {exc}", "server_error")
 
@@ -353,7 +355,7 @@ def _messages(raw: list[Any]) -> list[Message]:
         text = _content_text(item.get("content"))
         if role == "assistant" and not text and item.get("tool_calls"):
             text = "\n".join(str(c.get("function", {}).get("arguments", "")) for c in item["tool_calls"])
-        if role == "tool":
+        if role in ("tool", "function"):
             out.append(Message("user", text))
         elif role in _ROLES:
             out.append(Message(_ROLES[role], text))

@@ -1,0 +1,1 @@
+"""Real adapters for the ports: langchain chat models and Tavily search."""
