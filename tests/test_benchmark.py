@@ -53,12 +53,20 @@ def roundtrip(benchmark: Benchmark, tmp_path: Path) -> Benchmark:
     return load_benchmark(path)
 
 
-def rating(name: str, additional_type: str, props: dict[str, Any] | None = None, best: float = 1,
-           worst: float = 0) -> dict[str, Any]:
-    out: dict[str, Any] = {"@type": "Rating", "name": name, "bestRating": best, "worstRating": worst,
-                           "additionalType": additional_type}
+def rating(
+    name: str, additional_type: str, props: dict[str, Any] | None = None, best: float = 1, worst: float = 0
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "@type": "Rating",
+        "name": name,
+        "bestRating": best,
+        "worstRating": worst,
+        "additionalType": additional_type,
+    }
     if props is not None:
-        out["additionalProperty"] = [{"@type": "PropertyValue", "name": k, "value": v} for k, v in props.items()]
+        out["additionalProperty"] = [
+            {"@type": "PropertyValue", "name": k, "value": v} for k, v in props.items()
+        ]
     return out
 
 
@@ -107,17 +115,31 @@ def test_with_rubrics_fixture() -> None:
     assert len(bench.questions) == 3 and len(bench.finished_questions()) == 3
     assert bench.global_rubric is not None
     traits = {t.name: t for t in bench.global_rubric.traits}
-    assert list(traits) == ["Clarity", "Accuracy", "Completeness", "HasCitations", "HasNumbers",
-                            "ContainsCitations", "ResponseLength"]
+    assert list(traits) == [
+        "Clarity",
+        "Accuracy",
+        "Completeness",
+        "HasCitations",
+        "HasNumbers",
+        "ContainsCitations",
+        "ResponseLength",
+    ]
     clarity, accuracy, completeness = traits["Clarity"], traits["Accuracy"], traits["Completeness"]
-    assert isinstance(clarity, LLMTrait) and (clarity.kind, clarity.min_score, clarity.max_score) == ("score", 1, 5)
+    assert isinstance(clarity, LLMTrait) and (clarity.kind, clarity.min_score, clarity.max_score) == (
+        "score",
+        1,
+        5,
+    )
     assert isinstance(accuracy, LLMTrait) and accuracy.kind == "boolean"
     assert isinstance(completeness, LLMTrait) and completeness.kind == "score"
     assert clarity.deep_judgment_enabled is False and clarity.deep_judgment_excerpt_enabled is False
     assert len(bench.global_rubric.of_type(RegexTrait)) == 2
     assert traits["HasCitations"].pattern == r"\[\d+\]"  # type: ignore[union-attr]
     callables = bench.global_rubric.of_type(CallableTrait)
-    assert [(c.kind, c.min_score, c.max_score) for c in callables] == [("boolean", None, None), ("score", 1, 5)]
+    assert [(c.kind, c.min_score, c.max_score) for c in callables] == [
+        ("boolean", None, None),
+        ("score", 1, 5),
+    ]
     assert callables[0].callable_code.startswith("aW1wb3J0IHJl")
     assert bench.question("urn:karenina:test:rq001").keywords == ["biology", "genetics", "cancer"]
 
@@ -166,7 +188,9 @@ def test_spec_example_traits() -> None:
     assert facts.metrics == ["precision", "recall", "f1"] and facts.higher_is_better is None
     assert facts.tp_instructions == ["Paris is the capital"]
     assert isinstance(inspect, AgenticTrait)
-    assert inspect.properties["context_mode"] == "trace_and_workspace" and inspect.properties["max_turns"] == 15
+    assert (
+        inspect.properties["context_mode"] == "trace_and_workspace" and inspect.properties["max_turns"] == 15
+    )
 
 
 def test_spec_example_is_written_back_unchanged(tmp_path: Path) -> None:
@@ -176,7 +200,11 @@ def test_spec_example_is_written_back_unchanged(tmp_path: Path) -> None:
     text = (tmp_path / "out.jsonld").read_text(encoding="utf-8")
     assert '"name": "deep_judgment_max_excerpts"' in text
     clarity = load_benchmark(tmp_path / "out.jsonld").global_rubric.get("clarity")  # type: ignore[union-attr]
-    assert isinstance(clarity, LLMTrait) and clarity.deep_judgment_enabled and clarity.deep_judgment_max_excerpts == 2
+    assert (
+        isinstance(clarity, LLMTrait)
+        and clarity.deep_judgment_enabled
+        and clarity.deep_judgment_max_excerpts == 2
+    )
 
 
 # --------------------------------------------------------------------------------- format details
@@ -224,9 +252,13 @@ def test_unprefixed_types_template_kind_and_dynamic_traits(tmp_path: Path) -> No
     schema = {"type": "object", "properties": {"x": {"type": "string"}}}
     data["rating"] = [
         rating("plain", "GlobalRegexTrait", {"pattern": "a+"}),
-        {**rating("shape", "karenina:GlobalLLMRubricTrait", best=0), "additionalProperty": [
-            {"@type": "PropertyValue", "name": "higher_is_better"},
-            {"@type": "PropertyValue", "name": "kind", "value": {"type": "template", "schema": schema}}]},
+        {
+            **rating("shape", "karenina:GlobalLLMRubricTrait", best=0),
+            "additionalProperty": [
+                {"@type": "PropertyValue", "name": "higher_is_better"},
+                {"@type": "PropertyValue", "name": "kind", "value": {"type": "template", "schema": schema}},
+            ],
+        },
         rating("dyn", "karenina:GlobalDynamicRubricTrait", {"pattern": "b", "dynamic_trait_type": "regex"}),
     ]
     data["dataFeedElement"][0]["item"]["rating"] = [
@@ -247,19 +279,29 @@ def test_unprefixed_types_template_kind_and_dynamic_traits(tmp_path: Path) -> No
     assert [r["name"] for r in q.ignored_ratings] == ["ignored-global"]
     out = bench.to_jsonld()
     assert [r["additionalType"] for r in out["rating"]] == [
-        "karenina:GlobalRegexTrait", "karenina:GlobalLLMRubricTrait", "karenina:GlobalDynamicRubricTrait"]
+        "karenina:GlobalRegexTrait",
+        "karenina:GlobalLLMRubricTrait",
+        "karenina:GlobalDynamicRubricTrait",
+    ]
     assert {"@type": "PropertyValue", "name": "dynamic_trait_type", "value": "regex"} in out["rating"][2][
-        "additionalProperty"]
+        "additionalProperty"
+    ]
     assert roundtrip(bench, tmp_path) == bench
 
 
 def test_legacy_global_trait_lists_are_migrated(tmp_path: Path) -> None:
     data = raw()
     data["additionalProperty"] = [
-        {"@type": "PropertyValue", "name": "global_regex_rubric_traits",
-         "value": json.dumps([{"name": "no_sorry", "pattern": "sorry", "invert": True}])},
-        {"@type": "PropertyValue", "name": "global_metric_rubric_traits",
-         "value": json.dumps([{"name": "m", "tp_instructions": ["a"]}])},
+        {
+            "@type": "PropertyValue",
+            "name": "global_regex_rubric_traits",
+            "value": json.dumps([{"name": "no_sorry", "pattern": "sorry", "invert": True}]),
+        },
+        {
+            "@type": "PropertyValue",
+            "name": "global_metric_rubric_traits",
+            "value": json.dumps([{"name": "m", "tp_instructions": ["a"]}]),
+        },
     ]
     bench = Benchmark.from_jsonld(data)
     assert bench.global_rubric is not None
@@ -371,7 +413,9 @@ def test_trait_problems_are_located() -> None:
     data["rating"][3]["additionalProperty"][0]["value"] = "["
     data["rating"][2]["additionalType"] = "karenina:FooTrait"
     data["dataFeedElement"][0]["item"]["rating"] = [
-        rating("Tone", "karenina:QuestionSpecificLLMRubricTrait", {"kind": "literal", "classes": {"only": "one"}}),
+        rating(
+            "Tone", "karenina:QuestionSpecificLLMRubricTrait", {"kind": "literal", "classes": {"only": "one"}}
+        ),
         rating("Bad", "karenina:QuestionSpecificRegexTrait", {"pattern": "("}),
     ]
     problems = problems_of(data)
@@ -379,8 +423,13 @@ def test_trait_problems_are_located() -> None:
     assert problems[0].startswith("rating[2] (top level): unknown additionalType 'karenina:FooTrait'")
     assert "expected one of karenina:GlobalRubricTrait" in problems[0]
     assert problems[1].startswith("global trait 'HasCitations': pattern '[' does not compile")
-    assert "question 'urn:karenina:test:rq001' / trait 'Tone': literal trait 'Tone' needs 2-20 classes" in problems[2]
-    assert problems[3].startswith("question 'urn:karenina:test:rq001' / trait 'Bad': pattern '(' does not compile")
+    assert (
+        "question 'urn:karenina:test:rq001' / trait 'Tone': literal trait 'Tone' needs 2-20 classes"
+        in problems[2]
+    )
+    assert problems[3].startswith(
+        "question 'urn:karenina:test:rq001' / trait 'Bad': pattern '(' does not compile"
+    )
     for problem in problems:
         assert "\n" not in problem and "pydantic" not in problem and "validation error" not in problem
 
@@ -412,22 +461,38 @@ def test_duplicate_trait_names() -> None:
 @pytest.mark.parametrize(
     ("bad_rating", "expected"),
     [
-        (rating("m", "karenina:GlobalMetricRubricTrait", {"metrics": ["recall"]}),
-         "global trait 'm': metric trait 'm' needs non-empty tp_instructions"),
-        (rating("m", "karenina:GlobalMetricRubricTrait", {"metrics": "[oops", "tp_instructions": ["a"]}),
-         "global trait 'm': metrics is a string but not valid JSON"),
-        (rating("a", "karenina:GlobalAgenticRubricTrait", {"kind": "maybe"}),
-         "global trait 'a': kind 'maybe' is not boolean, score, literal or a template object"),
-        (rating("c", "karenina:GlobalCallableTrait", {"callable_code": "not base64!"}),
-         "global trait 'c': callable_code is not valid base64"),
-        (rating("l", "karenina:GlobalRubricTrait", {"deep_judgment_max_excerpts": 0}),
-         "global trait 'l': deep_judgment_max_excerpts: input should be greater than or equal to 1, got 0"),
-        (rating("d", "karenina:GlobalDynamicRubricTrait", {"dynamic_trait_type": "magic"}),
-         "global trait 'd': dynamic_trait_type 'magic' is not llm, regex, callable, metric or agentic"),
-        (rating("s", "karenina:GlobalRubricTrait", best=4.5),
-         "global trait 's': bestRating 4.5 is not a whole number"),
-        ({**rating("n", "karenina:GlobalRegexTrait"), "bestRating": None},
-         "global trait 'n': 'bestRating' must be a number, got None"),
+        (
+            rating("m", "karenina:GlobalMetricRubricTrait", {"metrics": ["recall"]}),
+            "global trait 'm': metric trait 'm' needs non-empty tp_instructions",
+        ),
+        (
+            rating("m", "karenina:GlobalMetricRubricTrait", {"metrics": "[oops", "tp_instructions": ["a"]}),
+            "global trait 'm': metrics is a string but not valid JSON",
+        ),
+        (
+            rating("a", "karenina:GlobalAgenticRubricTrait", {"kind": "maybe"}),
+            "global trait 'a': kind 'maybe' is not boolean, score, literal or a template object",
+        ),
+        (
+            rating("c", "karenina:GlobalCallableTrait", {"callable_code": "not base64!"}),
+            "global trait 'c': callable_code is not valid base64",
+        ),
+        (
+            rating("l", "karenina:GlobalRubricTrait", {"deep_judgment_max_excerpts": 0}),
+            "global trait 'l': deep_judgment_max_excerpts: input should be greater than or equal to 1, got 0",
+        ),
+        (
+            rating("d", "karenina:GlobalDynamicRubricTrait", {"dynamic_trait_type": "magic"}),
+            "global trait 'd': dynamic_trait_type 'magic' is not one of llm, regex, callable, metric, agentic",
+        ),
+        (
+            rating("s", "karenina:GlobalRubricTrait", best=4.5),
+            "global trait 's': bestRating 4.5 is not a whole number",
+        ),
+        (
+            {**rating("n", "karenina:GlobalRegexTrait"), "bestRating": None},
+            "global trait 'n': 'bestRating' must be a number, got None",
+        ),
         (rating("a.b", "karenina:GlobalRegexTrait"), "global trait 'a.b': trait name 'a.b' contains '.'"),
     ],
 )
@@ -451,7 +516,7 @@ def test_bad_question_properties() -> None:
         where + "'keywords' must be a list of strings",
         where + "additionalProperty[2] is not a PropertyValue with a string 'name'",
         where + "property 'finished' must be true or false, got 'yes'",
-        where + "property 'few_shot_examples' must be a list of {\"question\", \"answer\"} objects",
+        where + 'property \'few_shot_examples\' must be a list of {"question", "answer"} objects',
     ]
 
 

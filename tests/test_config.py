@@ -593,6 +593,15 @@ def test_from_overrides_defaults_without_base() -> None:
     )
     assert (p.id, p.model_name) == ("parsing-1", "gpt-4.1-mini")
     assert config.replicate_count == 1
+    offline = VerificationConfig.from_overrides(
+        answering_interface="simulated", parsing_interface="simulated"
+    )
+    assert [m.model_name for m in offline.answering_models + offline.parsing_models] == [
+        "simulated-answerer",
+        "simulated-judge",
+    ]
+    with pytest.raises(ConfigError, match=r"answering_models\[0\].model_name: required"):
+        VerificationConfig.from_overrides(answering_interface="openrouter")
 
 
 def test_none_overrides_are_ignored() -> None:
@@ -696,6 +705,10 @@ def test_manual_traces_override() -> None:
     assert config.parsing_models[0].model_name == "claude-haiku-4-5"
     again = VerificationConfig.from_overrides(config, async_workers=4)
     assert again.answering_models[0].manual_traces == {"q1": "Paris"}
+    direct = ModelConfig(interface="manual", manual_traces={"q": "a"})
+    assert VerificationConfig.from_overrides(answering_models=[direct]).answering_models[0].manual_traces == {
+        "q": "a"
+    }
     back = VerificationConfig.from_overrides(config, answering_interface="langchain")
     assert (back.answering_models[0].model_name, back.answering_models[0].interface) == (
         "gpt-4.1-mini",

@@ -649,3 +649,16 @@ def test_one_adapter_across_event_loops(server_factory: Any) -> None:
         assert asyncio.run(model.complete(request)).text
     assert asyncio.run(LangChainModel(config).complete(request)).text
     assert [r["status"] for r in server.chat_requests] == [200] * 4
+
+
+def test_build_model_resolves_policy_and_timeout() -> None:
+    run_policy = policy(rate_limit=(1, 0, 0))
+    own_policy = policy(rate_limit=(7, 0, 0))
+    plain = endpoint_config("http://127.0.0.1:9/v1", request_timeout=None)
+    model = build_model(plain, cache=None, limiter=None, policy=run_policy, request_timeout=42.0)
+    assert isinstance(model, RetryingModel) and isinstance(model.inner, LangChainModel)
+    assert model.budgets()["rate_limit"] == 1 and model.inner.timeout == 42.0
+    own = endpoint_config("http://127.0.0.1:9/v1", request_timeout=5.0, retry_policy=own_policy)
+    model = build_model(own, cache=None, limiter=None, policy=run_policy, request_timeout=42.0)
+    assert isinstance(model, RetryingModel) and isinstance(model.inner, LangChainModel)
+    assert model.budgets()["rate_limit"] == 7 and model.inner.timeout == 5.0

@@ -55,7 +55,9 @@ CONTEXT: dict[str, Any] = {
     "hasPart": {"@id": "hasPart", "@container": "@set"},
     "keywords": {"@id": "keywords", "@container": "@set"},
 }
-_LEGACY_GLOBAL = ("global_regex_rubric_traits", "global_callable_rubric_traits", "global_metric_rubric_traits")
+_LEGACY_GLOBAL = (
+    "global_regex_rubric_traits", "global_callable_rubric_traits", "global_metric_rubric_traits"
+)
 _QUESTION_PROPS = frozenset(
     {"finished", "author", "sources", "few_shot_examples", "answer_notes", "workspace_path"}
 )
@@ -104,7 +106,7 @@ class Question(BaseModel):
     workspace_path: str | None = None
     custom_metadata: dict[str, Any] = Field(default_factory=dict)
     rubric: Rubric | None = Field(default=None, description="Question-specific traits.")
-    dynamic_rubric: Rubric | None = Field(default=None, description="QuestionSpecificDynamicRubricTrait members.")
+    dynamic_rubric: Rubric | None = Field(default=None, description="Question-specific dynamic traits.")
     date_created: str = Field(default_factory=_now)
     date_modified: str = Field(default_factory=_now)
     item_node_id: str | None = Field(default=None, description="item.@id, kept for round trips.")
@@ -143,9 +145,9 @@ class Benchmark(BaseModel):
     global_dynamic_rubric: Rubric | None = None
     questions: list[Question] = Field(default_factory=list)
     extra_properties: list[dict[str, Any]] = Field(
-        default_factory=list, description="Top-level additionalProperty entries other than the format version."
+        default_factory=list, description="Top-level additionalProperty entries (not the format version)."
     )
-    scenarios: list[dict[str, Any]] = Field(default_factory=list, description="Top-level hasPart, kept verbatim.")
+    scenarios: list[dict[str, Any]] = Field(default_factory=list, description="Top-level hasPart, verbatim.")
     extra_keys: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("name")
@@ -169,7 +171,8 @@ class Benchmark(BaseModel):
             if question.id == question_id:
                 return question
         close = difflib.get_close_matches(question_id, [q.id for q in self.questions], n=3)
-        raise KeyError(f"no question {question_id!r}" + (f"; did you mean {', '.join(close)}?" if close else ""))
+        suggestion = f"; did you mean {', '.join(close)}?" if close else ""
+        raise KeyError(f"no question {question_id!r}{suggestion}")
 
     def finished_questions(self) -> list[Question]:
         return [q for q in self.questions if q.finished]
@@ -198,9 +201,8 @@ class Benchmark(BaseModel):
         if self.id is not None:
             doc["@id"] = self.id
         doc["name"] = self.name
-        for key, value in (("description", self.description), ("version", self.version), ("creator", self.creator)):
-            if value is not None:
-                doc[key] = value
+        optional = {"description": self.description, "version": self.version, "creator": self.creator}
+        doc.update({key: value for key, value in optional.items() if value is not None})
         doc.update(dateCreated=self.date_created, dateModified=self.date_modified)
         ratings = _encode_rubric(self.global_rubric, "global") + _encode_rubric(
             self.global_dynamic_rubric, "global", dynamic=True
@@ -210,7 +212,8 @@ class Benchmark(BaseModel):
         doc["dataFeedElement"] = [_encode_question(q) for q in self.questions]
         if self.scenarios:
             doc["hasPart"] = self.scenarios
-        doc["additionalProperty"] = [property_value("benchmark_format_version", FORMAT_VERSION), *self.extra_properties]
+        version = property_value("benchmark_format_version", FORMAT_VERSION)
+        doc["additionalProperty"] = [version, *self.extra_properties]
         for key, value in self.extra_keys.items():
             doc.setdefault(key, value)
         return copy.deepcopy(doc)  # callers may edit the dict without touching the model
@@ -218,23 +221,21 @@ class Benchmark(BaseModel):
 
 def load_benchmark(path: str | Path) -> Benchmark:
     """Read a karenina checkpoint; every problem is reported in one BenchmarkError."""
-    path = Path(path)
+    source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise BenchmarkError(str(path), ["file not found"], "check the path; checkpoints are *.jsonld files") from None
+        raise BenchmarkError(source, ["file not found"], "check the path (a *.jsonld checkpoint)") from None
     except IsADirectoryError:
-        raise BenchmarkError(str(path), ["is a directory"], "pass the checkpoint file, not its folder") from None
+        raise BenchmarkError(source, ["is a directory"], "pass the checkpoint file, not its folder") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise BenchmarkError(str(path), [f"cannot read file: {exc}"], "check the file's permissions/encoding") from None
+        raise BenchmarkError(source, [f"cannot read file: {exc}"], "check permissions/encoding") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise BenchmarkError(
-            str(path), [f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"],
-            "fix the JSON syntax (a checkpoint is one JSON object)",
-        ) from None
-    return Benchmark.from_jsonld(data, str(path))
+        problem = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        raise BenchmarkError(source, [problem], "fix the JSON syntax (one JSON object)") from None
+    return Benchmark.from_jsonld(data, source)
 
 
 def save_benchmark(benchmark: Benchmark, path: str | Path, *, update_modified: bool = False) -> Path:
@@ -257,7 +258,8 @@ def save_benchmark(benchmark: Benchmark, path: str | Path, *, update_modified: b
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        raise BenchmarkError(str(path), [f"cannot write file: {exc}"], "check that the folder exists and is writable") from None
+        hint = "check that the folder exists and is writable"
+        raise BenchmarkError(str(path), [f"cannot write file: {exc}"], hint) from None
     return path
 
 
@@ -279,10 +281,11 @@ def _decode_document(data: Any, problems: Problems) -> Benchmark | None:
         problems.add(top, "'name' is missing or empty; give the benchmark a name")
     dates = _dates(data, top, problems)
     ratings = decode_ratings(data.get("rating"), None, problems)
-    values, extras = read_properties(
-        data.get("additionalProperty"), frozenset({"benchmark_format_version", *_LEGACY_GLOBAL}), top, problems
-    )
-    traits = ratings.traits + [t for key in _LEGACY_GLOBAL if key in values for t in decode_legacy(key, values[key], problems)]
+    known = frozenset({"benchmark_format_version", *_LEGACY_GLOBAL})
+    values, extras = read_properties(data.get("additionalProperty"), known, top, problems)
+    traits = list(ratings.traits)
+    for key in _LEGACY_GLOBAL:
+        traits += decode_legacy(key, values[key], problems) if key in values else []
     for group in (traits, ratings.dynamic):
         check_unique_names(group, lambda n: f"global trait {n!r}", problems)
     scenarios = data.get("hasPart") or []
@@ -293,13 +296,15 @@ def _decode_document(data: Any, problems: Problems) -> Benchmark | None:
         problems.add(top, "missing 'dataFeedElement' (the list of questions; use [] for none)")
         elements = []
     seen: dict[str, int] = {}
-    questions = [_decode_question(i, e, {t.name for t in traits}, seen, problems) for i, e in enumerate(elements)]
+    names = {t.name for t in traits}
+    questions = [_decode_question(i, entry, names, seen, problems) for i, entry in enumerate(elements)]
     if problems or dates is None:
         return None
     benchmark: Benchmark | None = build_model(Benchmark, {
         "name": name, "description": data.get("description"), "version": data.get("version"),
         "creator": data.get("creator"), "id": data.get("@id"), "date_created": dates[0],
-        "date_modified": dates[1], "global_rubric": _rubric(traits), "global_dynamic_rubric": _rubric(ratings.dynamic),
+        "date_modified": dates[1], "global_rubric": _rubric(traits),
+        "global_dynamic_rubric": _rubric(ratings.dynamic),
         "questions": questions, "extra_properties": extras, "scenarios": scenarios,
         "extra_keys": {k: v for k, v in data.items() if k not in _TOP_KEYS},
     }, top, problems)
@@ -366,14 +371,17 @@ def _decode_question(
         if trait.name in global_names:
             problems.add(f"{label} / trait {trait.name!r}", "also defined in the global rubric; rename one")
     meta = _question_metadata(item.get("additionalProperty"), where, problems)
-    if problems.count > start or dates is None or not isinstance(answer, dict) or not isinstance(template, dict):
+    if problems.count > start or dates is None or not isinstance(answer, dict):
+        return None
+    if not isinstance(template, dict):
         return None
     question: Question | None = build_model(Question, {
         "id": qid, "text": text, "raw_answer": answer["text"], "template_code": template["text"],
         "template_name": template["name"], "template_language": template.get("programmingLanguage", "Python"),
         "template_repository": template.get("codeRepository"), "keywords": keywords or [],
-        "rubric": _rubric(ratings.traits), "dynamic_rubric": _rubric(ratings.dynamic), "date_created": dates[0],
-        "date_modified": dates[1], "item_node_id": item.get("@id"), "answer_node_id": answer.get("@id"),
+        "rubric": _rubric(ratings.traits), "dynamic_rubric": _rubric(ratings.dynamic),
+        "date_created": dates[0], "date_modified": dates[1],
+        "item_node_id": item.get("@id"), "answer_node_id": answer.get("@id"),
         "template_node_id": template.get("@id"), "ignored_ratings": ratings.ignored, **meta,
         "extra_item_keys": {k: v for k, v in item.items() if k not in _ITEM_KEYS},
         "extra_feed_keys": {k: v for k, v in entry.items() if k not in _FEED_KEYS},
@@ -403,7 +411,7 @@ def _question_metadata(raw: Any, where: str, problems: Problems) -> dict[str, An
         if values.get(key) is not None:
             meta[key] = json_value(values[key], list, f"property {key!r}", where, problems)
     if not all(isinstance(x, dict) for x in meta.get("few_shot_examples") or []):
-        problems.add(where, "property 'few_shot_examples' must be a list of {\"question\", \"answer\"} objects")
+        problems.add(where, 'property \'few_shot_examples\' must be a list of {"question", "answer"} objects')
     meta.update({key: values.get(key) for key in ("answer_notes", "workspace_path")})
     return meta
 
@@ -425,7 +433,8 @@ def _encode_question(q: Question) -> dict[str, Any]:
 
     props = [property_value("finished", q.finished)]
     if q.author is not None:
-        props.append(property_value("author", json.dumps(q.author) if isinstance(q.author, dict) else q.author))
+        author = json.dumps(q.author) if isinstance(q.author, dict) else q.author
+        props.append(property_value("author", author))
     if q.sources is not None:
         props.append(property_value("sources", json.dumps(q.sources)))
     props += [property_value(f"custom_{key}", value) for key, value in q.custom_metadata.items()]

@@ -93,8 +93,10 @@ def validation_messages(exc: ValidationError) -> list[str]:
             members[key].append(loc[1])
         else:
             lines.append(f"{where + ': ' if where else ''}{msg.lower()}, got {got}")
-    return [line if isinstance(line, str) else f"{line[0]}: expected {' or '.join(members[line])}, got {line[1]}"
-            for line in lines]
+    return [
+        line if isinstance(line, str) else f"{line[0]}: expected {' or '.join(members[line])}, got {line[1]}"
+        for line in lines
+    ]
 
 
 def build_model(cls: type[BaseModel], data: dict[str, Any], where: str, problems: Problems) -> Any:
@@ -196,7 +198,8 @@ def decode_ratings(raw: Any, container: str | None, problems: Problems) -> Ratin
         if kind is None:
             word = "Global" if expected == "global" else "QuestionSpecific"
             choices = ", ".join(f"{PREFIX}{word}{suffix}" for suffix in FAMILIES)
-            problems.add(at, f"unknown additionalType {rating.get('additionalType')!r}{on}; expected one of {choices}")
+            found = rating.get("additionalType")
+            problems.add(at, f"unknown additionalType {found!r}{on}; expected one of {choices}")
         elif kind[0] != expected and container is None:
             problems.add(at, f"question-specific type {rating['additionalType']!r}{on} at top level; move it "
                              "into a question's item.rating or use the matching karenina:Global... type")
@@ -222,7 +225,8 @@ def decode_legacy(prop_name: str, value: Any, problems: Problems) -> list[AnyTra
         if "invert" in item and "invert_result" not in item:
             item["invert_result"] = item.pop("invert")
         named = isinstance(item.get("name"), str)
-        trait = build_model(cls, item, f"global trait {item['name']!r}" if named else f"{where}[{j}]", problems)
+        label = f"global trait {item['name']!r}" if named else f"{where}[{j}]"
+        trait = build_model(cls, item, label, problems)
         if trait is not None:
             traits.append(trait)
     return traits
@@ -251,7 +255,7 @@ def decode_trait(rating: dict[str, Any], family: str, where: str, problems: Prob
         tags = [p for p in listed if isinstance(p, dict) and p.get("name") == "dynamic_trait_type"]
         member = tags[-1].get("value") if tags else "llm"  # karenina's default
         if not isinstance(member, str) or member not in _CLASSES:
-            problems.add(where, f"dynamic_trait_type {member!r} is not llm, regex, callable, metric or agentic")
+            problems.add(where, f"dynamic_trait_type {member!r} is not one of {', '.join(_CLASSES)}")
             return None
         family = member
         props = [p for p in listed if not any(p is t for t in tags)] if tags else props
@@ -273,7 +277,8 @@ def decode_trait(rating: dict[str, Any], family: str, where: str, problems: Prob
 
 def _fill_scores(values: dict[str, Any], bounds: _Bounds, where: str, problems: Problems) -> None:
     """Score kinds: min/max score default to the rating bounds when the properties lack them."""
-    for key, bound, label in (("min_score", bounds.worst, "worstRating"), ("max_score", bounds.best, "bestRating")):
+    pairs = (("min_score", bounds.worst, "worstRating"), ("max_score", bounds.best, "bestRating"))
+    for key, bound, label in pairs:
         if key not in values:
             if not bound.is_integer():
                 problems.add(where, f"{label} {bound} is not a whole number")
@@ -311,7 +316,9 @@ def _llm_fields(values: dict[str, Any], bounds: _Bounds, where: str, problems: P
     return values
 
 
-def _callable_fields(values: dict[str, Any], bounds: _Bounds, where: str, problems: Problems) -> dict[str, Any]:
+def _callable_fields(
+    values: dict[str, Any], bounds: _Bounds, where: str, problems: Problems
+) -> dict[str, Any]:
     if values.get("callable_code") is not None:
         try:
             base64.b64decode(values["callable_code"], validate=True)
@@ -333,7 +340,9 @@ def _metric_fields(values: dict[str, Any], bounds: _Bounds, where: str, problems
     return values
 
 
-def _agentic_fields(values: dict[str, Any], bounds: _Bounds, where: str, problems: Problems) -> dict[str, Any]:
+def _agentic_fields(
+    values: dict[str, Any], bounds: _Bounds, where: str, problems: Problems
+) -> dict[str, Any]:
     kind = values.get("kind", "boolean")
     if _check_kind(kind, where, problems) and kind in ("score", "literal"):
         _fill_scores(values, bounds, where, problems)  # keep the bounds when no properties carry them
@@ -378,7 +387,9 @@ def _encode_llm(trait: LLMTrait) -> tuple[str, tuple[float, float], list[tuple[s
 
 
 def _encode_callable(trait: CallableTrait) -> tuple[str, tuple[float, float], list[tuple[str, Any]]]:
-    props: list[tuple[str, Any]] = [("callable_code", trait.callable_code)] if trait.callable_code is not None else []
+    props: list[tuple[str, Any]] = []
+    if trait.callable_code is not None:
+        props.append(("callable_code", trait.callable_code))
     props += [("kind", trait.kind), ("invert_result", trait.invert_result),
               ("higher_is_better", trait.higher_is_better)]
     bounds = (1.0, 0.0)

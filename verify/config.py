@@ -80,7 +80,6 @@ _PROVIDER_REQUIRED = frozenset({"langchain", "langchain_deep_agents"})
 _DEEP_AGENT_INTERFACES = frozenset({"claude_agent_sdk", "langchain_deep_agents"})
 #: Built-in search backends; a callable ``(query) -> results`` is accepted too.
 SEARCH_TOOLS: tuple[str, ...] = ("tavily", "simulated")
-_MASK = "**********"
 
 
 class ConfigProblems(ValueError):
@@ -881,6 +880,11 @@ def _fresh_model(role: str, interface: str | None) -> dict[str, Any]:
     fresh: dict[str, Any] = {"id": f"{role}-1", "interface": iface, "temperature": 0.1}
     if iface == "langchain":
         fresh |= {"model_name": "gpt-4.1-mini", "model_provider": "openai"}
+    elif iface == "simulated":
+        fresh |= {
+            "model_name": f"simulated-{'answerer' if role == 'answering' else 'judge'}",
+            "model_provider": "simulated",
+        }
     return fresh
 
 

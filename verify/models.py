@@ -33,14 +33,19 @@ def build_model(
     cache: ResponseCache | None = None,
     limiter: asyncio.Semaphore | None = None,
     policy: RetryPolicy | None = None,
+    request_timeout: float | None = None,
     api_key_env: Mapping[str, str] | None = None,
 ) -> ChatModel:
     """The adapter for ``config.interface``, wrapped in retry, limiter and cache.
 
-    ``policy`` defaults to ``config.retry_policy`` (then karenina's defaults). ``manual`` has no
+    ``policy`` and ``request_timeout`` are the run's defaults: the model's own
+    ``retry_policy`` / ``request_timeout`` win when set (karenina stamps them the same way);
+    with neither, karenina's default RetryPolicy and the SDK's timeout apply. ``manual`` has no
     live model and raises :class:`ModelError`.
     """
     interface = config.interface
+    if config.request_timeout is None and request_timeout is not None:
+        config = config.model_copy(update={"request_timeout": request_timeout})
     model: ChatModel
     if interface == "manual":
         raise ModelError("manual interface has no live model", "permanent")
@@ -54,7 +59,7 @@ def build_model(
         model = LangChainModel(config, api_key_env=api_key_env)
     if limiter is not None:
         model = LimitedModel(model, limiter)
-    model = RetryingModel(model, policy if policy is not None else config.retry_policy)
+    model = RetryingModel(model, config.retry_policy or policy)
     if cache is not None:
         from verify.cache import CachedModel
 

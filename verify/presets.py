@@ -20,20 +20,21 @@ from typing import Any
 
 from pydantic import ValidationError
 
-import verify
 from verify.config import VerificationConfig, config_to_dict, format_validation_error
 from verify.errors import PresetError
 
 __all__ = ["default_presets_dirs", "list_presets", "load_preset", "save_preset"]
 
 _SECRET_FIELDS = ("endpoint_api_key", "anthropic_api_key")
-_SECRET_KEY = re.compile(r"api_?key|secret|password|authorization|^(access_|auth_|bearer_)?token$", re.IGNORECASE)
+_SECRET_KEY = re.compile(
+    r"api_?key|secret|password|authorization|^(access_|auth_|bearer_)?token$", re.IGNORECASE
+)
 _ALWAYS_KEPT = ("id", "model_provider", "model_name", "temperature", "interface", "system_prompt")
 
 
 def default_presets_dirs() -> list[Path]:
     """``./presets`` (relative to the working directory), then the presets shipped with verify."""
-    shipped = Path(verify.__file__).resolve().parent.parent / "presets"
+    shipped = Path(__file__).resolve().parent.parent / "presets"  # the repo's presets/, next to verify/
     dirs = [Path.cwd() / "presets", shipped]
     unique: list[Path] = []
     for d in dirs:

@@ -24,7 +24,11 @@ class _Reply(BaseModel):
 class BatchRubricScores(_Reply):
     """Scores for several boolean/score traits at once."""
 
-    scores: dict[str, int | bool] = Field(description="trait name -> score (true/false or an integer in range)")
+    # Floats and nulls are accepted here and checked per trait (stages.rubric.check_score), so one
+    # bad value (2.5, null) leaves only that trait unscored instead of failing the whole batch reply.
+    scores: dict[str, int | bool | float | None] = Field(
+        description="trait name -> score (true/false or an integer in range)"
+    )
 
 
 class SingleBooleanScore(_Reply):

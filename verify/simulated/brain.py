@@ -142,8 +142,8 @@ def judge_value(trait: TraitSpec, response: str) -> Any:
         return share >= 0.2 or len(_words(response)) >= 12 or not _words(trait.description)
     lo, hi = trait.lo if trait.lo is not None else 1, trait.hi if trait.hi is not None else 5
     # Long, on-topic answers score higher; anything readable gets at least the middle third.
-    length_bonus = min(len(_words(response)) / 60, 1.0)
-    return max(lo, min(hi, lo + round((0.35 + 0.4 * share + 0.25 * length_bonus) * (hi - lo))))
+    length_bonus = min(len(_words(response)) / 30, 1.0)
+    return max(lo, min(hi, lo + round((0.2 + 0.5 * share + 0.6 * length_bonus) * (hi - lo))))
 
 
 def sentences(text: str) -> list[str]:

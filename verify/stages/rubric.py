@@ -199,7 +199,9 @@ class RubricEvaluation:
                 lists, values = value
                 section.metric_trait_confusion_lists = {**(section.metric_trait_confusion_lists or {}), name: lists}
                 section.metric_trait_scores = {**(section.metric_trait_scores or {}), name: values}
-                status[name] = TraitOutcome(status="scored")
+                # The trait's headline number: F1 when asked for, else its first metric.
+                headline = values.get("f1", next(iter(values.values()), None))
+                status[name] = TraitOutcome(status="scored", score=headline)
         for judgment in deep_out:
             status[judgment.name] = TraitOutcome(
                 status=judgment.status, score=judgment.score, label=judgment.label,
