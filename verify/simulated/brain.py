@@ -35,6 +35,9 @@ _ABSENCE = re.compile(
 )
 
 
+VERSION = "1"  # bump when replies change, so cached simulated replies are not reused
+
+
 @dataclass(frozen=True)
 class Faults:
     """Reply-level faults, decided deterministically per request (rates in 0..1)."""

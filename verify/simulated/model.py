@@ -37,7 +37,7 @@ class SimulatedModel:
     @property
     def model_id(self) -> str:
         f = self.faults
-        return f"simulated:{self._name}:f{f.malformed_json}:{f.fabricate_excerpts}:{f.seed}"
+        return f"simulated:{self._name}:v{brain.VERSION}:f{f.malformed_json}:{f.fabricate_excerpts}:{f.seed}"
 
     async def complete(self, request: ChatRequest) -> ChatReply:
         self.calls += 1
