@@ -54,7 +54,7 @@ SEED_003_TRAIT_FIELDS = {"stages_completed", "model_calls", "had_excerpts", "exc
 
 
 def dj_config(**kw: Any) -> VerificationConfig:
-    return make_config(deep_judgment_rubric_mode="enable_all", **kw)
+    return make_config(**{"deep_judgment_rubric_mode": "enable_all", **kw})
 
 
 def search_config(**kw: Any) -> VerificationConfig:
@@ -382,6 +382,28 @@ async def test_unparseable_score_reply_is_unscored_not_failed() -> None:
     assert result.metadata.failure is None
 
 
+async def test_unparseable_excerpt_replies_are_unscored_not_auto_failed() -> None:
+    garbage = "Here are the quotes you asked for: the first sentence, mostly."
+    judge = ScriptedModel(lambda r: garbage if r.purpose == "dj_excerpts" else honest(r))
+    result = await run_pipeline([CLARITY], BOILING, judge, config=dj_config())
+    assert result.rubric is not None and result.deep_judgment_rubric is not None
+    outcome = result.rubric.trait_status["clarity"]
+    assert outcome.status == "unscored" and outcome.score is None
+    assert outcome.raw_reply == garbage and "unparseable" in (outcome.reason or "")
+    assert judge.purposes() == ["dj_excerpts"] * 3  # retried with feedback, then gave up
+    assert result.deep_judgment_rubric.traits_without_valid_excerpts == []
+    assert result.metadata.failure is None
+
+
+async def test_fabricated_then_unparseable_excerpts_still_auto_fail() -> None:
+    fake = "Pure water boils at 90 degrees Celsius at sea level according to a 2019 review."
+    judge = ScriptedModel(by_purpose({"dj_excerpts": [{"excerpts": [{"text": fake}]}, "not json"]}))
+    state, _ = await run_rubric([CLARITY], BOILING, judge, config=dj_config())
+    assert state.rubric is not None and state.deep_judgment_rubric is not None
+    assert state.rubric.trait_status["clarity"].status == "auto_failed"
+    assert state.deep_judgment_rubric.traits_without_valid_excerpts == ["clarity"]
+
+
 async def test_out_of_range_deep_judgment_score_is_unscored_not_clamped() -> None:
     judge = ScriptedModel(lambda r: json.dumps({"score": 9}) if r.purpose == "dj_score" else honest(r))
     state, _ = await run_rubric([CLARITY], BOILING, judge, config=dj_config())
@@ -465,9 +487,9 @@ async def test_results_serialise_with_seed_003_field_names() -> None:
         text = result.model_dump_json()
         data = json.loads(text)
         section = data["deep_judgment_rubric"]
-        assert SEED_003_SECTION_FIELDS <= set(section)
+        assert set(section) >= SEED_003_SECTION_FIELDS
         for meta in section["trait_metadata"].values():
-            assert SEED_003_TRAIT_FIELDS <= set(meta)
+            assert set(meta) >= SEED_003_TRAIT_FIELDS
         for excerpts in section["extracted_rubric_excerpts"].values():
             for e in excerpts:
                 assert {"text", "confidence", "similarity_score"} <= set(e)

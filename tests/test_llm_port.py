@@ -240,7 +240,7 @@ async def test_setup_errors_pass_through_unchanged() -> None:
     model = RetryingModel(ScriptedModel([setup]), None, sleep=SleepRecorder())
     with pytest.raises(ModelSetupError) as caught:
         await model.complete(REQ)
-    assert caught.value is setup
+    assert caught.value is setup and caught.value.__cause__ is None
 
 
 def test_default_policy_matches_karenina() -> None:

@@ -84,6 +84,8 @@ class Evidence:
     attempts: int
     absence: bool
     error: str | None = None
+    unusable: bool = False  # no reply could be read at all: a judge failure, not missing evidence
+    raw_reply: str | None = None
 
 
 def verdict_schema(trait: LLMTrait) -> type[BaseModel]:
@@ -122,6 +124,8 @@ async def extract_evidence(trait: LLMTrait, settings: TraitDJSettings, ctx: Trai
     feedback: str | None = None
     attempts = settings.excerpt_retry_attempts + 1
     error: str | None = None
+    parsed = 0
+    raw_reply: str | None = None
     for attempt in range(1, attempts + 1):
         prompt = prompts.excerpt_prompt(ctx.question, ctx.response, trait, settings.max_excerpts, feedback)
         reply = await ask_structured(
@@ -129,9 +133,10 @@ async def extract_evidence(trait: LLMTrait, settings: TraitDJSettings, ctx: Trai
             purpose="dj_excerpts", trait=trait.name, max_parse_retries=0,
         )
         if reply.value is None:
-            error = reply.error or "unparseable reply"
+            error, raw_reply = reply.error or "unparseable reply", reply.raw_text
             feedback = f"Your previous reply could not be used ({error}). Reply with the JSON format asked."
             continue
+        parsed += 1
         items = [e for e in reply.value.excerpts if e.text.strip()][: settings.max_excerpts]
         if not items:
             if reply.value.nothing_relevant:
@@ -161,7 +166,7 @@ async def extract_evidence(trait: LLMTrait, settings: TraitDJSettings, ctx: Trai
             f"{settings.fuzzy_match_threshold:.2f}):\n{lines}\nCopy passages exactly as written."
         )
         error = None
-    return Evidence([], rejected, attempts, absence=False, error=error)
+    return Evidence([], rejected, attempts, absence=False, error=error, unusable=parsed == 0, raw_reply=raw_reply)
 
 
 def _render_hits(hits: list[Any]) -> str:
@@ -242,6 +247,9 @@ async def judge_trait(trait: LLMTrait, settings: TraitDJSettings, ctx: TraitCont
             meta.stages_completed.append("excerpt_extraction")
             meta.excerpt_retry_count = evidence.attempts - 1
             meta.rejected_excerpts = evidence.rejected
+            if evidence.unusable:  # unparseable replies leave the trait unscored, never auto-failed
+                result.reason, result.raw_reply = f"excerpt reply unparseable: {evidence.error}", evidence.raw_reply
+                return result
             if not evidence.valid and not evidence.absence:
                 meta.excerpt_validation_failed, meta.evidence = True, "failed"
                 result.status = "auto_failed"

@@ -291,7 +291,10 @@ class RetryingModel:
             attempt = used.get(category, 0)
             if category not in RETRYABLE or attempt >= backoff.retries:
                 self.failures[category] = self.failures.get(category, 0) + 1
-                raise self._final_error(error, category, attempt) from error
+                final = self._final_error(error, category, attempt)
+                if final is error:
+                    raise error
+                raise final from error
             used[category] = attempt + 1
             self.retries_used[category] = self.retries_used.get(category, 0) + 1
             delay = backoff.delay(attempt, self._rng)
