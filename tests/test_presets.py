@@ -101,8 +101,9 @@ def test_shipped_preset_contents() -> None:
     assert (demo.evaluation_mode, demo.rubric_evaluation_strategy, demo.deep_judgment_rubric_mode) == (
         "rubric_only",
         "batch",
-        "disabled",
+        "enable_all",
     )
+    assert [m.id for m in demo.answering_models] == ["model-a", "model-b"]
     dj = load_preset(SHIPPED / "deep-judgment.json")
     assert (
         dj.deep_judgment_rubric_mode,

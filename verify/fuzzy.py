@@ -92,33 +92,42 @@ class ExcerptMatch:
 # Normalisation with an offset map
 # --------------------------------------------------------------------------------------------------
 
-_CHAR_MAP = str.maketrans(
-    {
-        "\u2018": "'",  # ‘
-        "\u2019": "'",  # ’
-        "\u201a": "'",  # ‚
-        "\u201b": "'",  # ‛
-        "\u2032": "'",  # ′
-        "\u2039": "'",  # ‹
-        "\u203a": "'",  # ›
-        "\u201c": '"',  # “
-        "\u201d": '"',  # ”
-        "\u201e": '"',  # „
-        "\u201f": '"',  # ‟
-        "\u00ab": '"',  # «
-        "\u00bb": '"',  # »
-        "\u2033": '"',  # ″
-        "\u2010": "-",  # ‐
-        "\u2011": "-",  # ‑
-        "\u2012": "-",  # ‒
-        "\u2013": "-",  # –
-        "\u2014": "-",  # —
-        "\u2015": "-",  # ―
-        "\u2212": "-",  # −
-        # Every single whitespace character becomes a space; runs are collapsed by _SPECIAL_RE.
-        **{chr(code): " " for code in range(0x3001) if chr(code).isspace() and code != 0x20},
-    }
+_CHAR_REPLACEMENTS: dict[str, str] = {
+    "\u2018": "'",  # ‘
+    "\u2019": "'",  # ’
+    "\u201a": "'",  # ‚
+    "\u201b": "'",  # ‛
+    "\u2032": "'",  # ′
+    "\u2039": "'",  # ‹
+    "\u203a": "'",  # ›
+    "\u201c": '"',  # “
+    "\u201d": '"',  # ”
+    "\u201e": '"',  # „
+    "\u201f": '"',  # ‟
+    "\u00ab": '"',  # «
+    "\u00bb": '"',  # »
+    "\u2033": '"',  # ″
+    "\u2010": "-",  # ‐
+    "\u2011": "-",  # ‑
+    "\u2012": "-",  # ‒
+    "\u2013": "-",  # –
+    "\u2014": "-",  # —
+    "\u2015": "-",  # ―
+    "\u2212": "-",  # −
+    # Every single whitespace character becomes a space; runs are collapsed by _SPECIAL_RE.
+    **{chr(code): " " for code in range(0x3001) if chr(code).isspace() and code != 0x20},
+}
+_CHAR_RE = re.compile("[" + re.escape("".join(_CHAR_REPLACEMENTS)) + "]")
+_ASCII_MAP = bytes(
+    ord(_CHAR_REPLACEMENTS.get(chr(code), chr(code)).lower()) if code < 128 else code for code in range(256)
 )
+
+
+def _fold(text: str) -> str:
+    """Apply ``_CHAR_REPLACEMENTS`` and case folding (length-preserving except for rare characters)."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_MAP).decode("ascii")
+    return _CHAR_RE.sub(lambda m: _CHAR_REPLACEMENTS[m.group()], text).casefold()
 
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
 # Line-start Markdown: whitespace, blockquote markers, heading hashes and list bullets.
@@ -202,14 +211,14 @@ class _Normalized:
         o_starts: list[int] = []
         o_lens: list[int] = []
         parts: list[str] = []
-        folded = text.translate(_CHAR_MAP).casefold()
+        folded = _fold(text)
         fast = len(folded) == len(text)  # False only if case folding changed a length (e.g. "ß")
         size = 0
 
         def copy_slow(o_start: int, o_end: int) -> int:
             offset = size
             for index in range(o_start, o_end):
-                piece = text[index].translate(_CHAR_MAP).casefold()
+                piece = _fold(text[index])
                 n_starts.append(offset)
                 o_starts.append(index)
                 o_lens.append(1)
@@ -222,7 +231,7 @@ class _Normalized:
             start, end = m.span()
             kind = m.lastgroup or ""
             if end - start == 1 and kind == "nl":
-                continue  # a lone newline: mapped to a space one-to-one by _CHAR_MAP
+                continue  # a lone newline: mapped to a space one-to-one by _fold
             if kind == "md" and _is_marker_kept(text, start, end):
                 continue
             if start > last:

@@ -142,7 +142,10 @@ class _Models:
             else:
                 from verify.models import build_model
 
-                self.built[key] = build_model(model, cache=self.cache, limiter=self.limiter, policy=self.config.retry_policy)
+                self.built[key] = build_model(
+                    model, cache=self.cache, limiter=self.limiter, policy=self.config.retry_policy,
+                    request_timeout=self.config.request_timeout,
+                )
         return self.built[key]
 
 

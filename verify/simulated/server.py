@@ -144,11 +144,13 @@ class SimulatedServer:
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # many concurrent clients; the default backlog of 5 resets connections
     sim: SimulatedServer
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes; don't delay the body
     server: _HTTPServer
     server_version = "verify-simulated/1"
 
