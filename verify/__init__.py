@@ -4,7 +4,12 @@ Reads karenina checkpoints and presets; see README.md.
 """
 
 from verify.benchmark import Benchmark, Question, load_benchmark, save_benchmark
-from verify.config import DeepJudgmentRubricCustomConfig, DeepJudgmentTraitConfig, ModelConfig, VerificationConfig
+from verify.config import (
+    DeepJudgmentRubricCustomConfig,
+    DeepJudgmentTraitConfig,
+    ModelConfig,
+    VerificationConfig,
+)
 from verify.errors import BenchmarkError, ConfigError, PresetError, UserError, VerifyError
 from verify.fuzzy import ExcerptMatch, match_excerpt
 from verify.presets import load_preset, save_preset
