@@ -150,3 +150,32 @@ def test_a_killed_writer_leaves_a_usable_cache(tmp_path: Path) -> None:
     assert cache.get("k199") == {"text": "x" * 1000}
     cache.put("after", {"text": "ok"})
     assert cache.get("after") == {"text": "ok"}
+
+
+async def test_cached_search_serves_repeats_from_memory_and_disk(tmp_path) -> None:
+    from verify.cache import CachedSearch, ResponseCache
+    from verify.simulated.search import SimulatedSearch
+
+    inner = SimulatedSearch()
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    first = CachedSearch(inner, cache, tool_id="simulated")
+    hits = await first.search("capital of France")
+    assert hits and await first.search("capital of France") == hits
+    assert inner.calls == 1 and first.hits == 1
+    second = CachedSearch(inner, cache, tool_id="simulated")
+    assert await second.search("capital of France") == hits
+    assert inner.calls == 1 and second.hits == 1
+
+
+async def test_cached_search_does_not_cache_failures(tmp_path) -> None:
+    import pytest
+
+    from verify.cache import CachedSearch
+    from verify.errors import SearchError
+    from verify.simulated.search import SimulatedSearch
+
+    failing = CachedSearch(SimulatedSearch(fail=True), None, tool_id="x")
+    for _ in range(2):
+        with pytest.raises(SearchError):
+            await failing.search("q")
+    assert failing.misses == 2

@@ -221,13 +221,14 @@ async def test_fabricated_quotes_auto_fail_after_retries(retries: int) -> None:
 
 
 async def test_fabricating_simulated_model_auto_fails_the_trait() -> None:
-    state, _ = await run_rubric([CLARITY, STATES_FACT], BOILING, simulated_judge(fabricate_rate=1.0),
-                                config=dj_config())
+    judge = simulated_judge(fabricate_rate=1.0)
+    state, _ = await run_rubric([CLARITY, STATES_FACT], BOILING, judge, config=dj_config())
     dj = state.deep_judgment_rubric
     assert dj is not None
     assert sorted(dj.traits_without_valid_excerpts) == ["clarity", "states_fact"]
     assert all(m.excerpt_retry_count == 2 and m.model_calls == 3 for m in dj.trait_metadata.values())
-    assert dj.total_excerpt_retries == 4 and dj.total_traits_evaluated == 0
+    assert dj.total_excerpt_retries == 4 and dj.total_deep_judgment_model_calls == 6 == judge.calls
+    assert dj.deep_judgment_rubric_scores == {}
 
 
 async def test_auto_fail_stage_fails_the_task_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:

@@ -128,3 +128,19 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> Non
     got, want = by_key(out), by_key(reference)
     assert len(load_results(out)) == 8
     assert got == want
+
+
+def test_price_table_gives_a_cost_from_live_tokens(tmp_path: Path) -> None:
+    answers = json.loads(ANSWERS.read_text())
+    prices = {"simulated-judge": {"input_per_million": 1.0, "output_per_million": 2.0}}
+    outcome = run_verification(load_benchmark(DEMO), demo_config(), answers=answers, prices=prices)
+    live_in = live_out = 0
+    for r in outcome.results:
+        for stage, u in r.template.usage_metadata.items():
+            if stage != "total" and u.calls:
+                share = (u.calls - u.cached_calls) / u.calls
+                live_in += share * u.input_tokens
+                live_out += share * u.output_tokens
+    assert outcome.summary.cost_usd > 0
+    assert abs(outcome.summary.cost_usd - (live_in * 1.0 + live_out * 2.0) / 1e6) < 1e-9
+    assert outcome.summary.unpriced_models == set()

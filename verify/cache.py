@@ -22,7 +22,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from verify.ports import ChatModel, ChatReply, ChatRequest, Usage
+from verify.ports import ChatModel, ChatReply, ChatRequest, Search, SearchHit, Usage
 
 __all__ = ["CACHE_VERSION", "CachedModel", "ResponseCache", "cache_key"]
 
@@ -192,3 +192,37 @@ def _reply_from_record(record: dict[str, Any], model_id: str) -> ChatReply | Non
         model=record.get("model") or model_id,
         cached=True,
     )
+
+
+class CachedSearch:
+    """Serves repeated search queries from memory and, when given, the response cache.
+
+    Search results are cached like model replies: the same excerpt searched again in this run or a
+    later one costs nothing. Failures are never cached.
+    """
+
+    def __init__(self, inner: Search, cache: ResponseCache | None, *, tool_id: str) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.tool_id = tool_id
+        self._memory: dict[str, list[SearchHit]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    async def search(self, query: str) -> list[SearchHit]:
+        key = "search:" + hashlib.sha256(json.dumps([self.tool_id, query]).encode()).hexdigest()
+        if key in self._memory:
+            self.hits += 1
+            return self._memory[key]
+        stored = self.cache.get(key) if self.cache else None
+        if stored is not None and isinstance(stored.get("hits"), list):
+            self.hits += 1
+            hits = [SearchHit(**h) for h in stored["hits"] if isinstance(h, dict)]
+            self._memory[key] = hits
+            return hits
+        self.misses += 1
+        hits = await self.inner.search(query)
+        self._memory[key] = hits
+        if self.cache is not None:
+            self.cache.put(key, {"hits": [{"content": h.content, "title": h.title, "url": h.url} for h in hits]})
+        return hits

@@ -79,6 +79,19 @@ def read_answers(path: Path) -> dict[str, dict[str, str]]:
     return data
 
 
+def read_prices(path: Path) -> dict[str, dict[str, float]]:
+    data = read_json(path, "prices")
+    ok = isinstance(data, dict) and all(
+        isinstance(v, dict) and all(isinstance(x, int | float) for x in v.values()) for v in data.values()
+    )
+    if not ok:
+        raise UserError(
+            f"prices file {path} has the wrong shape",
+            'use {"<model name>": {"input_per_million": 0.4, "output_per_million": 1.6}}',
+        )
+    return {k: {kk: float(vv) for kk, vv in v.items()} for k, v in data.items()}
+
+
 @app.command()
 def verify(  # noqa: PLR0913 - one flag per karenina option, by design
     benchmark: Annotated[Path, typer.Argument(help="karenina checkpoint (.jsonld)")],
@@ -95,6 +108,7 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
     cache_dir: Annotated[Path, Opt(help="response cache directory", rich_help_panel=RUN)] = Path(".verify-cache"),
     fail_under: Annotated[float | None, Opt(help="exit 4 when the pass rate is below RATE (0-1)", rich_help_panel=RUN)] = None,
     run_name: Annotated[str | None, Opt(help="name stored in every result", rich_help_panel=RUN)] = None,
+    prices: Annotated[Path | None, Opt(help='price table JSON {model: {"input_per_million": $, "output_per_million": $}}', rich_help_panel=RUN)] = None,
     show_config: Annotated[bool, Opt(help="print the effective config as JSON and exit", rich_help_panel=RUN)] = False,
     show_plan: Annotated[bool, Opt(help="print the stages and per-trait deep-judgment settings and exit", rich_help_panel=RUN)] = False,
     verbose: Annotated[bool, Opt(help="show a progress bar", rich_help_panel=RUN)] = False,
@@ -212,6 +226,7 @@ def _main(flags: dict[str, Any]) -> int:
         cache_dir=None if flags["no_cache"] else flags["cache_dir"],
         answers=read_answers(flags["answers"]) if flags["answers"] else {},
         run_name=flags["run_name"], progress=flags["verbose"],
+        prices=read_prices(flags["prices"]) if flags["prices"] else None,
         question_ids=[q.strip() for q in flags["question_ids"].split(",") if q.strip()] if flags["question_ids"] else None,
     )
     if flags["questions"]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import re
 import types
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -921,8 +922,20 @@ def _manual_model(models: list[dict[str, Any]], ov: dict[str, Any], traces: Any)
 def config_to_dict(config: VerificationConfig) -> dict[str, Any]:
     """A JSON-safe dump of every field. API keys are masked as ``"**********"`` (never the key),
     ``manual_traces``/``replay_store``/``skip_triples`` are left out, and a callable search tool
-    becomes ``"<callable name>"``."""
-    return config.model_dump(mode="json", by_alias=True)
+    becomes ``"<callable name>"``. Secret-looking ``extra_kwargs`` entries (``api_key``, ``token``,
+    ...) are masked the same way."""
+    data = config.model_dump(mode="json", by_alias=True)
+    for role in ("answering_models", "parsing_models"):
+        for model in data.get(role) or []:
+            extra = model.get("extra_kwargs")
+            if isinstance(extra, dict):
+                model["extra_kwargs"] = {
+                    k: "**********" if _SECRET_KWARG.search(k) and v is not None else v for k, v in extra.items()
+                }
+    return data
+
+
+_SECRET_KWARG = re.compile(r"api_?key|secret|password|authorization|^(access_|auth_|bearer_)?token$", re.IGNORECASE)
 
 
 _DEFAULTS_OF_INERT: dict[str, Any] = {

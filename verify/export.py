@@ -48,6 +48,17 @@ class Summary:
     model_calls: int = 0
     cached_calls: int = 0
     tokens: int = 0
+    prices: dict[str, dict[str, float]] | None = None
+    cost_usd: float = 0.0
+    unpriced_models: set[str] = field(default_factory=set)
+
+    def _cost(self, model: str, input_tokens: int, output_tokens: int) -> float:
+        price = (self.prices or {}).get(model)
+        if price is None:
+            self.unpriced_models.add(model)
+            return 0.0
+        per_in, per_out = price.get("input_per_million", 0.0), price.get("output_per_million", 0.0)
+        return (input_tokens * per_in + output_tokens * per_out) / 1e6
 
     def add(self, result: VerificationResult) -> None:
         self.total += 1
@@ -68,6 +79,14 @@ class Summary:
             self.model_calls += usage.calls - usage.cached_calls
             self.cached_calls += usage.cached_calls
             self.tokens += usage.total_tokens
+            if self.prices is not None:
+                # Cached calls cost nothing; answer tokens are priced as the answering model's.
+                for stage, u in result.template.usage_metadata.items():
+                    if stage == "total" or u.calls == u.cached_calls:
+                        continue
+                    live = (u.calls - u.cached_calls) / u.calls
+                    model = meta.answering.model_name if stage == "answer_generation" else meta.parsing.model_name
+                    self.cost_usd += live * self._cost(model, u.input_tokens, u.output_tokens)
         if result.rubric:
             for name, outcome in result.rubric.trait_status.items():
                 tally = self.by_trait[name]

@@ -129,6 +129,7 @@ def _fold(text: str) -> str:
         return text.encode("ascii").translate(_ASCII_MAP).decode("ascii")
     return _CHAR_RE.sub(lambda m: _CHAR_REPLACEMENTS[m.group()], text).casefold()
 
+
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
 # Line-start Markdown: whitespace, blockquote markers, heading hashes and list bullets.
 _LINE_MARKUP = r"(?:\s|>|#{1,6}(?=[ \t]|\Z)|[-*+](?=[ \t]|\Z))"

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from verify.dj_settings import resolve_trait
@@ -60,7 +61,9 @@ def render_plan(benchmark: Benchmark, config: VerificationConfig, questions: Seq
                 table.add_row(q.id, trait.name, trait_kind(trait), "off", "", "", "", "", "", s.source)
             else:
                 table.add_row(q.id, trait.name, trait_kind(trait), "n/a", "", "", "", "", "", "")
-    console.print(table)
+    # never truncate cells (long karenina question ids differ only in their hash suffix): widen instead
+    needed = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    (Console(width=needed, soft_wrap=True) if needed > console.width else console).print(table)
 
 
 def render_summary(outcome: RunOutcome) -> None:
@@ -71,6 +74,9 @@ def render_summary(outcome: RunOutcome) -> None:
         f"with errors {s.errors} | pass rate {s.pass_rate:.3f}"
     )
     console.print(f"model calls: {s.model_calls} live, {s.cached_calls} from cache; tokens {s.tokens}")
+    if s.prices is not None:
+        unpriced = f" (no price for: {', '.join(sorted(s.unpriced_models))})" if s.unpriced_models else ""
+        console.print(f"estimated cost: ${s.cost_usd:.4f}{unpriced}")
     if s.failure_categories:
         console.print("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(s.failure_categories.items())))
     models = Table(title="by model (answering / judge)")

@@ -55,6 +55,7 @@ class RunOptions:
     model_factory: ModelFactory | None = None
     search: Search | None = None
     on_result: Callable[[VerificationResult], None] | None = None
+    prices: dict[str, dict[str, float]] | None = None
 
 
 @dataclass
@@ -158,17 +159,21 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
             "mark questions finished, pass --include-unfinished, or select them with --question-ids",
         )
     stages = plan(config)
+    models = _Models(config, options)
     search = options.search
     if search is None and needs_search(benchmark, config, questions):
-        search = make_search_port(config)
-    models = _Models(config, options)
+        from verify.cache import CachedSearch
+
+        tool = config.deep_judgment_rubric_search_tool
+        tool_id = tool if isinstance(tool, str) else getattr(tool, "__qualname__", repr(tool))
+        search = CachedSearch(make_search_port(config), models.cache, tool_id=tool_id)
     progress_file = progress_path(options.output) if options.output else None
     skip = done_keys(progress_file) if (progress_file and options.resume) else set()
     if progress_file and not options.resume and progress_file.exists():
         progress_file.unlink()
     writer = ResultWriter(progress_file, append=options.resume) if progress_file else None
     memo = AnswerMemo()
-    summary = Summary()
+    summary = Summary(prices=options.prices)
     results: list[VerificationResult] = []
     all_tasks = list(build_tasks(benchmark, config, questions)) if options.progress else None
     total = len(all_tasks) if all_tasks is not None else None
@@ -219,7 +224,7 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
         if writer:
             writer.close()
     if progress_file is not None and options.output is not None:
-        summary = Summary()
+        summary = Summary(prices=options.prices)
         for r in latest_results(progress_file):
             summary.add(r)
         header = {"run_name": options.run_name, "evaluation_mode": config.evaluation_mode, "tasks": summary.total}
