@@ -547,3 +547,40 @@ def test_end_to_end_fabricating_judge_fails_every_task(
         # deterministic traits are still scored on a failed task
         assert r.rubric is not None and r.rubric.callable_trait_scores == {"concise": True}
     assert out.summary.pass_rate == 0.0
+
+
+def graded_absence_judge(score: int) -> ScriptedModel:
+    return ScriptedModel(by_purpose({
+        "dj_excerpts": NOTHING,
+        "dj_reasoning": "Nothing in the response bears on the criterion.",
+        "dj_score": {"score": score},
+    }))
+
+
+async def test_graded_presence_trait_at_minimum_without_quotes_is_scored() -> None:
+    result = await run_pipeline([CLARITY], "ok", graded_absence_judge(1), config=dj_config())
+    assert result.rubric is not None
+    outcome = result.rubric.trait_status["clarity"]
+    assert (outcome.status, outcome.score) == ("scored", 1)
+
+
+async def test_graded_presence_trait_above_minimum_without_quotes_is_ungrounded() -> None:
+    result = await run_pipeline([CLARITY], "ok", graded_absence_judge(4), config=dj_config())
+    assert result.rubric is not None
+    assert result.rubric.trait_status["clarity"].status == "auto_failed"
+
+
+async def test_literal_label_under_deep_judgment_matches_case_insensitively() -> None:
+    from verify.rubric import LLMTrait
+
+    tone = LLMTrait(name="tone", kind="literal", classes={"formal": "Formal", "casual": "Casual"},
+                    description="Register of the answer")
+    judge = ScriptedModel(by_purpose({
+        "dj_excerpts": {"excerpts": [{"text": "Hey there", "confidence": "high"}]},
+        "dj_reasoning": "Informal greeting.",
+        "dj_score": {"classification": "Casual"},
+    }))
+    result = await run_pipeline([tone], "Hey there, it is Paris.", judge, config=dj_config())
+    assert result.rubric is not None
+    outcome = result.rubric.trait_status["tone"]
+    assert (outcome.status, outcome.score, outcome.label) == ("scored", 1, "casual")

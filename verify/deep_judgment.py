@@ -18,9 +18,9 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, create_model, field_validator
 
 from verify import prompts
 from verify.dj_settings import TraitDJSettings
@@ -93,14 +93,29 @@ def verdict_schema(trait: LLMTrait) -> type[BaseModel]:
     if trait.kind == "boolean":
         return prompts.SingleBooleanScore
     if trait.kind == "literal":
-        label_type: Any = Literal[tuple(trait.class_names)]
-        return create_model(  # type: ignore[no-any-return, call-overload]
-            "SingleLiteralClassification", classification=(label_type, Field(description="class name"))
-        )
+        return _literal_schema(tuple(trait.class_names))
     lo, hi = trait.min_score, trait.max_score
     return create_model(  # type: ignore[no-any-return, call-overload]
         "SingleNumericScore", score=(int, Field(ge=lo, le=hi, description=f"integer {lo}..{hi}"))
     )
+
+
+def _literal_schema(names: tuple[str, ...]) -> type[BaseModel]:
+    lookup = {n.strip().lower(): n for n in names}
+
+    class SingleLiteralClassification(BaseModel):
+        classification: str = Field(description="exactly one class name", json_schema_extra={"enum": list(names)})
+
+        @field_validator("classification")
+        @classmethod
+        def _known(cls, value: str) -> str:
+            # Labels match case-insensitively, the same rule as batch classification.
+            match = lookup.get(value.strip().lower())
+            if match is None:
+                raise ValueError(f"{value!r} is not one of {list(names)}")
+            return match
+
+    return SingleLiteralClassification
 
 
 def read_verdict(trait: LLMTrait, value: BaseModel) -> tuple[Score, str | None]:
@@ -233,7 +248,9 @@ def _ungrounded(trait: LLMTrait, score: Score) -> str | None:
         return None
     if absence:
         return None
-    return "a graded verdict needs quoted evidence, and the judge found no relevant passage"
+    if trait.kind == "score" and score == trait.min_score:
+        return None  # the lowest score says the criterion is not met at all: consistent with no evidence
+    return "a graded verdict above the minimum needs quoted evidence, and the judge found no relevant passage"
 
 
 async def judge_trait(trait: LLMTrait, settings: TraitDJSettings, ctx: TraitContext) -> TraitJudgment:
@@ -260,7 +277,8 @@ async def judge_trait(trait: LLMTrait, settings: TraitDJSettings, ctx: TraitCont
             result.excerpts = evidence.valid
             if evidence.valid and settings.search_enabled and ctx.search is not None:
                 result.hallucination = await check_with_search(evidence.valid, ctx, trait.name)
-                meta.stages_completed.append("hallucination_assessment")
+                if result.hallucination.assessed:
+                    meta.stages_completed.append("hallucination_assessment")
             evidence_text = "\n".join(
                 f"[E{i}] {e.text}" + (f" (hallucination risk: {e.hallucination_risk})" if e.hallucination_risk else "")
                 for i, e in enumerate(evidence.valid, 1)

@@ -64,6 +64,7 @@ def _usage(records: Sequence[CallRecord]) -> dict[str, StageUsage]:
             u.total_tokens += r.usage.total_tokens
             u.calls += 1
             u.cached_calls += int(r.cached)
+            u.failed_calls += int(r.failed)
     return groups
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 
 from verify.ports import ChatModel, ChatReply, ChatRequest, Usage
@@ -14,6 +15,7 @@ class CallRecord:
     usage: Usage
     latency_s: float
     cached: bool
+    failed: bool = False
 
 
 @dataclass
@@ -35,7 +37,15 @@ class RecordingModel:
     async def complete(self, request: ChatRequest) -> ChatReply:
         if self.replicate is not None:
             request = replace(request, replicate=self.replicate)
-        reply = await self.inner.complete(request)
+        started = time.perf_counter()
+        try:
+            reply = await self.inner.complete(request)
+        except Exception:
+            # A call that failed for good still counts as a call (and is visible in usage).
+            self.records.append(
+                CallRecord(request.purpose, request.trait, Usage(), time.perf_counter() - started, False, True)
+            )
+            raise
         self.records.append(
             CallRecord(request.purpose, request.trait, reply.usage, reply.latency_s, reply.cached)
         )

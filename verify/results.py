@@ -54,6 +54,7 @@ class StageUsage(_Model):
     total_tokens: int = 0
     calls: int = 0
     cached_calls: int = 0
+    failed_calls: int = 0
 
 
 class Metadata(_Model):

@@ -249,7 +249,7 @@ def deep_section(deps: Deps, judgments: list[TraitJudgment], std_traits: list[LL
             risks[j.name] = j.hallucination
         section.total_excerpt_retries += j.metadata.excerpt_retry_count
         section.total_deep_judgment_model_calls += j.metadata.model_calls
-    section.total_traits_evaluated = len(section.deep_judgment_rubric_scores)
+    section.total_traits_evaluated = len(judgments)
     section.rubric_hallucination_risk_assessment = risks or None
     for t in std_traits:
         outcome = status.get(t.name)
