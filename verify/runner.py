@@ -168,6 +168,8 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
         tool_id = tool if isinstance(tool, str) else getattr(tool, "__qualname__", repr(tool))
         search = CachedSearch(make_search_port(config), models.cache, tool_id=tool_id)
     progress_file = progress_path(options.output) if options.output else None
+    if progress_file and options.output and options.resume and not progress_file.exists():
+        seed_progress(options.output, progress_file)
     skip = done_keys(progress_file) if (progress_file and options.resume) else set()
     if progress_file and not options.resume and progress_file.exists():
         progress_file.unlink()
@@ -233,6 +235,24 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
             results = list(latest_results(progress_file))
         progress_file.unlink()
     return RunOutcome(results=results, summary=summary, tasks=resumed + ran, resumed=resumed, output=options.output)
+
+
+def seed_progress(output: Path, progress_file: Path) -> None:
+    """Resuming a run that already finished: its export becomes the progress to resume from."""
+    if not output.exists() or output.suffix.lower() not in (".json", ".jsonl"):
+        return
+    from verify.export import load_results
+
+    try:
+        previous = load_results(output)
+    except (ValueError, KeyError):
+        return  # not one of our exports; the run starts afresh
+    writer = ResultWriter(progress_file, append=False)
+    try:
+        for result in previous:
+            writer.write(result)
+    finally:
+        writer.close()
 
 
 def run_verification(benchmark: Benchmark, config: VerificationConfig, **kwargs: Any) -> RunOutcome:
