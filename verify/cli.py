@@ -241,7 +241,12 @@ def _main(flags: dict[str, Any]) -> int:
         return 0
     if options.output is None:
         options.output = Path("verify-results") / f"{Path(flags['benchmark']).stem}.json"
-    outcome = run_verification(bench, config, **vars(options))
+    try:
+        outcome = run_verification(bench, config, **vars(options))
+    except KeyboardInterrupt:
+        typer.secho("interrupted: finished tasks are saved", err=True, fg="yellow")
+        typer.echo(f"resume with: verify {flags['benchmark']} ... --output {options.output} --resume", err=True)
+        return 130
     from verify.report import render_summary
 
     render_summary(outcome)
