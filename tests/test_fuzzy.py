@@ -9,7 +9,14 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from verify.fuzzy import MIN_FUZZY_CHARS, ExcerptMatch, match_excerpt, normalize_text, validate_excerpts
+from verify.fuzzy import (
+    MAX_FUZZY_CHARS,
+    MIN_FUZZY_CHARS,
+    ExcerptMatch,
+    match_excerpt,
+    normalize_text,
+    validate_excerpts,
+)
 
 WORDS = (
     "the of and to in is was for that with as on by at from it an be this which or are were has have "
@@ -133,6 +140,16 @@ ACCEPTED = [
         "fuzzy",
         id="typo-in-sentence-opener",
     ),
+    pytest.param(
+        "Photosynthesis converts light energy into chemicalenergy that is stored in glucose molecules",
+        "fuzzy",
+        id="missing-space",
+    ),
+    pytest.param(
+        "The mitochondria is the powerhouse of cell and produces most of the chemical energy",
+        "fuzzy",
+        id="dropped-article",
+    ),
 ]
 
 
@@ -217,6 +234,23 @@ REJECTED = [
         "",
         id="spliced-unbalanced",
     ),
+    pytest.param(
+        "The mitochondria is the powerhouse of the cell and produces most of the electrical energy "
+        "needed to power the biochemical reactions of the cell.",
+        "words changed: chemical -> electrical",
+        id="word-substituted",
+    ),
+    pytest.param(
+        "The mitochondria is the powerhouse of the cell and makes most of the chemical energy "
+        "needed to power the biochemical reactions of the cell.",
+        "words changed",
+        id="synonym-substituted",
+    ),
+    pytest.param(
+        "The mitochondria is the powerhouse of the cell and produces ... reactions of the cell.",
+        "",
+        id="elided-with-ellipsis",
+    ),
     pytest.param("Lyon", "not found", id="short-not-found"),
     pytest.param("capital of Spain", "not found", id="short-no-fuzzy"),
 ]
@@ -230,6 +264,11 @@ def test_rejected(excerpt: str, reason: str) -> None:
     assert m.reason is not None
     assert reason in m.reason
     assert 0.0 <= m.similarity <= 1.0
+
+
+@pytest.mark.parametrize(("excerpt", "reason"), REJECTED)
+def test_guards_do_not_depend_on_a_high_threshold(excerpt: str, reason: str) -> None:
+    assert not match_excerpt(excerpt, ANSWER, threshold=0.5).valid
 
 
 @pytest.mark.parametrize("excerpt", ["", "   ", "\n\t "])
@@ -252,9 +291,12 @@ def test_empty_text(text: str) -> None:
     assert (m.start, m.end) == (-1, -1)
 
 
-def test_invalid_threshold() -> None:
+@pytest.mark.parametrize("threshold", [-0.1, 1.5, float("nan")])
+def test_invalid_threshold(threshold: float) -> None:
     with pytest.raises(ValueError):
-        match_excerpt("abc", "abc", threshold=1.5)
+        match_excerpt("abc", "abc", threshold=threshold)
+    with pytest.raises(ValueError):
+        validate_excerpts([], "abc", threshold=threshold)
 
 
 def test_threshold_controls_fuzzy_acceptance() -> None:
@@ -273,6 +315,18 @@ def test_fuzzy_rejection_reports_candidate_span() -> None:
     assert m.start >= 0
     assert "100 degrees" in m.matched
     assert m.matched == ANSWER[m.start : m.end]
+
+
+def test_near_duplicate_passages_pick_the_right_one() -> None:
+    first = "Return a list of the words in the string, using sep as the delimiter, starting from the left."
+    second = "Return a list of the words in the string, using sep as the delimiter, starting from the right."
+    text = f"{first}\n\nSome unrelated filler sentence goes here.\n\n{second}"
+    m = match_excerpt(
+        "Return a list of the wrods in the string, using sep as the delimiter, starting from the right", text
+    )
+    assert m.valid, m
+    assert m.start > len(first)
+    assert m.matched == second[:-1]
 
 
 def test_name_guard_allows_lowercased_name() -> None:
@@ -418,12 +472,35 @@ def test_quotes_with_one_typo_accepted_and_splices_rejected(length: int) -> None
     assert accepted == 40
 
 
+def test_long_excerpts_in_long_text() -> None:
+    rng = random.Random(11)
+    text = make_text(rng, 100_000)
+    for size in (500, 2_000, 4_000):
+        start = rng.randrange(0, len(text) - size)
+        quote = text[start : start + size]
+        typo = match_excerpt(with_typo(rng, quote), text)
+        assert typo.valid and typo.method == "fuzzy", typo.reason
+        assert abs(typo.start - start) <= 2 and abs(typo.end - (start + size)) <= 2
+        other = rng.randrange(0, len(text) - size)
+        spliced = match_excerpt(quote[: size // 2] + text[other + size // 2 : other + size], text)
+        assert not spliced.valid
+
+
+def test_fuzzy_matching_is_capped_for_huge_excerpts() -> None:
+    rng = random.Random(12)
+    text = make_text(rng, 20_000)
+    quote = with_typo(rng, text[100 : 100 + MAX_FUZZY_CHARS + 100])
+    m = match_excerpt(quote, text)
+    assert not m.valid
+    assert m.reason is not None and "limited to" in m.reason
+
+
 # --------------------------------------------------------------------------------------------------
 # Properties
 # --------------------------------------------------------------------------------------------------
 
 PROPERTY_SETTINGS = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 
 

@@ -16,6 +16,7 @@ the README):
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,12 +95,19 @@ def verdict_schema(trait: LLMTrait) -> type[BaseModel]:
         return prompts.SingleBooleanScore
     if trait.kind == "literal":
         return _literal_schema(tuple(trait.class_names))
-    lo, hi = trait.min_score, trait.max_score
+    return _numeric_schema(trait.min_score, trait.max_score)
+
+
+# Both are built once per distinct bounds / class list: building a model class (and then its JSON
+# schema, cached per class by verify.structured) costs about a millisecond per score call otherwise.
+@functools.lru_cache(maxsize=256)
+def _numeric_schema(lo: int | None, hi: int | None) -> type[BaseModel]:
     return create_model(  # type: ignore[no-any-return, call-overload]
         "SingleNumericScore", score=(int, Field(ge=lo, le=hi, description=f"integer {lo}..{hi}"))
     )
 
 
+@functools.lru_cache(maxsize=256)
 def _literal_schema(names: tuple[str, ...]) -> type[BaseModel]:
     lookup = {n.strip().lower(): n for n in names}
 
@@ -188,7 +196,9 @@ def _render_hits(hits: list[Any]) -> str:
     return "\n".join(f"- {h.content} ({h.url or h.title or 'no source'})" for h in hits) or "(no results)"
 
 
-async def check_with_search(excerpts: list[Excerpt], ctx: TraitContext, trait: str) -> HallucinationAssessment:
+async def check_with_search(
+    excerpts: list[Excerpt], ctx: TraitContext, trait: str | None, purpose: str = "dj_hallucination"
+) -> HallucinationAssessment:
     """Search each excerpt, then one judge call rates each excerpt's hallucination risk."""
     assert ctx.search is not None
     search = ctx.search
@@ -218,7 +228,7 @@ async def check_with_search(excerpts: list[Excerpt], ctx: TraitContext, trait: s
     ]
     reply = await ask_structured(
         ctx.judge, _user(prompts.hallucination_prompt(items)), prompts.HallucinationRiskOutput,
-        purpose="dj_hallucination", trait=trait,
+        purpose=purpose, trait=trait,
     )
     if reply.value is None:
         return HallucinationAssessment(

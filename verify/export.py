@@ -133,6 +133,13 @@ def csv_row(r: VerificationResult) -> dict[str, Any]:
         "execution_time": m.execution_time,
         "timestamp": m.timestamp,
     }
+    t = r.template
+    if t and (t.template_verification_performed or t.parsed_llm_response is not None):
+        row["parsed_gt_response"] = json.dumps(t.parsed_gt_response)
+        row["parsed_llm_response"] = json.dumps(t.parsed_llm_response)
+        row["template_verification_performed"] = t.template_verification_performed
+        row["verify_result"] = "" if t.verify_result is None else t.verify_result
+        row["verify_granular_result"] = "" if t.verify_granular_result is None else t.verify_granular_result
     if r.rubric:
         for name, outcome in sorted(r.rubric.trait_status.items()):
             row[f"rubric_{name}"] = outcome.score if outcome.status == "scored" else f"<{outcome.status}>"

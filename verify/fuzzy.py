@@ -9,12 +9,14 @@ three stages, cheapest first:
    ellipses made ASCII, case-folded, Markdown markers and zero-width characters removed) and the
    normalised excerpt is a substring of the normalised text. A piecewise offset map translates the
    position back to the original text;
-3. **fuzzy**: excerpts of at least :data:`MIN_FUZZY_CHARS` normalised characters are aligned with
-   RapidFuzz (``partial_ratio_alignment``) inside candidate regions found by exact q-gram anchors,
-   the aligned window is refined, and the match is accepted only if ``fuzz.ratio`` of the whole
+3. **fuzzy**: excerpts of :data:`MIN_FUZZY_CHARS` to :data:`MAX_FUZZY_CHARS` normalised characters
+   are located through exact q-gram anchors voting for an alignment diagonal, or, for short
+   excerpts, RapidFuzz's ``partial_ratio_alignment`` over the whole normalised text; the window is
+   refined with an Indel alignment, and the match is accepted only if ``fuzz.ratio`` of the whole
    excerpt against the window clears the threshold *and* a set of guards pass: numbers, negations
-   and capitalised names must be identical, and no contiguous segment of the excerpt may be
-   unsupported by the window (which rejects quotes spliced together from distant passages).
+   and capitalised names must be identical, every other differing word must be explained by a
+   small typo, and no contiguous segment of the excerpt may be unsupported by the window (which
+   rejects quotes spliced together from distant passages).
 
 Unlike a longest-common-block validator based on :class:`difflib.SequenceMatcher` (whose *autojunk*
 heuristic discards frequent characters in long texts and so rejects many verbatim quotes), every
@@ -26,7 +28,7 @@ Everything here is pure: no I/O, no global state except a small cache of normali
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +39,7 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import OSA, Indel
 
 __all__ = [
+    "MAX_FUZZY_CHARS",
     "MIN_FUZZY_CHARS",
     "ExcerptMatch",
     "MatchMethod",
@@ -49,15 +52,20 @@ MatchMethod = Literal["exact", "normalized", "fuzzy", "failed"]
 
 #: Excerpts shorter than this many normalised characters are only matched exactly / after normalisation.
 MIN_FUZZY_CHARS = 20
+#: Excerpts longer than this many normalised characters are only matched exactly / after normalisation
+#: (fuzzy alignment is quadratic in the excerpt length; judges quote sentences, not pages).
+MAX_FUZZY_CHARS = 5000
 
 # Fuzzy alignment tuning.
 _MIN_BLOCK = 4  # an excerpt character is "supported" when it lies in a common block of >= this size
 _MAX_GAP = 10  # longest tolerated run of unsupported characters (either side of the alignment)
 _FULL_SCAN_MAX_CHARS = 400  # longest excerpt for which a whole-text alignment scan is affordable
-_MAX_REGIONS = 3  # candidate regions (from q-gram anchors) that are aligned in detail
+_MAX_REGIONS = 3  # candidate alignments (from q-gram anchors) that are examined in detail
 _QUICK_SHINGLES = 12  # q-grams sampled from the excerpt for the quick anchor search
 _MAX_SHINGLES = 32  # q-grams sampled from the excerpt for the thorough anchor search
 _MAX_OCCURRENCES = 32  # occurrences of one q-gram that are considered
+_EXACT_REFINE_MAX_CHARS = 800  # up to this excerpt length every candidate span gets an exact ratio
+_REFINE_SHORTLIST = 6  # candidate spans that get an exact ratio for longer excerpts
 
 
 @dataclass(frozen=True)
@@ -316,6 +324,7 @@ def _strip_decorations(norm: str) -> str:
 _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
 _THOUSANDS_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _LETTERS_RE = re.compile(r"[^\W\d_]+")
+_WORD_RE = re.compile(r"[^\W_]+")
 _NEGATION_RE = re.compile(
     r"(?<![^\W_])(?:no|not|never|none|nothing|nobody|nowhere|neither|nor|without|cannot"
     r"|[^\W\d_]+n['\u2019]t|(?:ca|do|does|did|is|are|was|were|wo|would|could|should|has|have|had|ai"
@@ -403,6 +412,46 @@ def _max_unsupported_run(excerpt: str, window: str) -> int:
     return max(gap, len(excerpt) - blocks[-1].src_end, len(window) - blocks[-1].dest_end)
 
 
+def _word_problem(needle: str, window: str) -> str | None:
+    """Compare the words of the normalised excerpt and window, tolerating typos.
+
+    A word present on one side only is explained by a typo when the other side has a word within
+    a small edit distance (1, or 2 for words longer than 4 characters), or when it is two adjacent
+    words of the other side written together. At most one unexplained word of up to 3 characters
+    (a dropped or added article, say) is tolerated; anything else means words were substituted.
+    """
+    needle_words = _WORD_RE.findall(needle)
+    window_words = _WORD_RE.findall(window)
+    needle_count, window_count = Counter(needle_words), Counter(window_words)
+    needle_only, window_only = needle_count - window_count, window_count - needle_count
+    if not needle_only and not window_only:
+        return None
+
+    for words, own, other in (
+        (window_words, window_only, needle_only),
+        (needle_words, needle_only, window_only),
+    ):
+        for first, second in zip(words, words[1:], strict=False):  # "the cell" written "thecell"
+            if other[first + second] > 0 and own[first] > 0 and own[second] > 0:
+                other[first + second] -= 1
+                own[first] -= 1
+                own[second] -= 1
+
+    def unexplained(only: Counter[str], other_only: Counter[str]) -> list[str]:
+        missing = []
+        for word in (+only).elements():
+            limit = 1 if len(word) <= 4 else 2
+            if not any(OSA.distance(word, other, score_cutoff=limit) <= limit for other in +other_only):
+                missing.append(word)
+        return missing
+
+    added = unexplained(needle_only, window_only)
+    removed = unexplained(window_only, needle_only)
+    if len(added) + len(removed) <= 1 and all(len(word) <= 3 for word in added + removed):
+        return None
+    return f"words changed: {' '.join(removed) or '(none)'} -> {' '.join(added) or '(none)'}"
+
+
 def _snap_to_tokens(text: str, start: int, end: int) -> tuple[int, int]:
     """Widen ``[start, end)`` so that it does not cut a word or number in half."""
     while 0 < start < len(text) and text[start - 1].isalnum() and text[start].isalnum():
@@ -425,11 +474,14 @@ class _Candidate:
     reason: str | None
 
 
-def _anchor_regions(needle: str, haystack: str, thorough: bool) -> list[tuple[int, int]]:
-    """Regions of ``haystack`` that share exact q-grams with ``needle`` on a consistent diagonal.
+def _anchor_diagonals(needle: str, haystack: str, thorough: bool) -> list[int]:
+    """Likely alignments of ``needle`` in ``haystack``, from exact q-grams voting for a diagonal.
 
-    The quick mode samples a few q-grams and only looks at their first occurrence (one partial scan
-    each); the thorough mode samples more q-grams and follows up to ``_MAX_OCCURRENCES`` each.
+    A diagonal ``d`` means that ``needle[0]`` aligns with ``haystack[d]``. The quick mode samples
+    a few q-grams and only looks at their first occurrence (one partial scan each); the thorough
+    mode samples more q-grams and follows up to ``_MAX_OCCURRENCES`` occurrences of each. Votes on
+    nearby diagonals (shifted by insertions or deletions) are clustered; the best-supported
+    diagonal of each of the ``_MAX_REGIONS`` strongest clusters is returned.
     """
     size = len(needle)
     q = 12 if size >= 48 else max(6, size // 4)
@@ -454,39 +506,54 @@ def _anchor_regions(needle: str, haystack: str, thorough: bool) -> list[tuple[in
     if not votes:
         return []
     tolerance = 8 + size // 8
-    clusters: list[list[int]] = []  # [low diagonal, high diagonal, votes]
+    clusters: list[tuple[int, int]] = []  # (total votes, best diagonal)
+    members: list[int] = []
     for diagonal in sorted(votes):
-        if clusters and diagonal - clusters[-1][1] <= tolerance:
-            clusters[-1][1] = diagonal
-            clusters[-1][2] += votes[diagonal]
-        else:
-            clusters.append([diagonal, diagonal, votes[diagonal]])
-    clusters.sort(key=lambda c: -c[2])
-    margin = 16 + size // 8
-    return [
-        (max(0, low - margin), min(len(haystack), high + size + margin))
-        for low, high, _ in clusters[:_MAX_REGIONS]
-    ]
+        if members and diagonal - members[-1] > tolerance:
+            clusters.append((sum(votes[d] for d in members), max(members, key=lambda d: votes[d])))
+            members = []
+        members.append(diagonal)
+    clusters.append((sum(votes[d] for d in members), max(members, key=lambda d: votes[d])))
+    clusters.sort(key=lambda c: -c[0])
+    return [diagonal for _, diagonal in clusters[:_MAX_REGIONS]]
 
 
 def _refine(needle: str, haystack: str, w_start: int, w_end: int) -> tuple[int, int]:
-    """Adjust a fixed-width alignment window to the span that best matches ``needle``."""
+    """Adjust an approximate window to the span of ``haystack`` that best matches ``needle``.
+
+    ``needle`` is aligned (Indel opcodes) against the window widened by a margin; candidate
+    boundaries come from the first and last common blocks (their own position, and the position
+    implied by their diagonal), and the pair maximising the ratio ``2 * common / (len(needle) +
+    len(span))`` is kept. For long needles, ``common`` is first estimated from the alignment to
+    shortlist a few spans, so that only those need an exact (quadratic) ratio.
+    """
     n = len(haystack)
-    pad = 4 + len(needle) // 10
+    size = len(needle)
+    pad = 4 + size // 10
     p_start, p_end = max(0, w_start - pad), min(n, w_end + pad)
-    padded = haystack[p_start:p_end]
-    blocks = [op for op in Indel.opcodes(needle, padded) if op.tag == "equal"]
-    starts = {w_start}
-    ends = {w_end}
-    if blocks:
-        core = [b for b in blocks if b.src_end - b.src_start >= 3] or blocks
-        for block in core[:2]:
-            starts.add(p_start + block.dest_start)
-            starts.add(p_start + block.dest_start - block.src_start)
-        for block in core[-2:]:
-            ends.add(p_start + block.dest_end)
-            ends.add(p_start + block.dest_end + (len(needle) - block.src_end))
-    best: tuple[float, int, int, int] | None = None
+    blocks = [op for op in Indel.opcodes(needle, haystack[p_start:p_end]) if op.tag == "equal"]
+    starts = {max(0, w_start)}
+    ends = {min(n, w_end)}
+    b_starts = [p_start + op.dest_start for op in blocks]
+    b_ends = [p_start + op.dest_end for op in blocks]
+    prefix = [0]
+    for op in blocks:
+        prefix.append(prefix[-1] + op.src_end - op.src_start)
+    core = [i for i, op in enumerate(blocks) if op.src_end - op.src_start >= 3] or list(range(len(blocks)))
+    for i in core[:3]:
+        starts.update((b_starts[i], b_starts[i] - blocks[i].src_start))
+    for i in core[-3:]:
+        ends.update((b_ends[i], b_ends[i] + size - blocks[i].src_end))
+
+    def common(s: int, e: int) -> int:
+        first = bisect_right(b_ends, s)
+        stop = bisect_left(b_starts, e)
+        if first >= stop:
+            return 0
+        total = prefix[stop] - prefix[first] - max(0, s - b_starts[first]) - max(0, b_ends[stop - 1] - e)
+        return max(0, total)
+
+    spans: set[tuple[int, int]] = set()
     for s in starts:
         for e in ends:
             s2, e2 = max(0, s), min(n, e)
@@ -494,15 +561,18 @@ def _refine(needle: str, haystack: str, w_start: int, w_end: int) -> tuple[int, 
                 s2 += 1
             while e2 > s2 and haystack[e2 - 1] == " ":
                 e2 -= 1
-            if s2 >= e2:
-                continue
-            score = fuzz.ratio(needle, haystack[s2:e2])
-            key = (score, -abs((e2 - s2) - len(needle)), -s2, e2)
-            if best is None or key > best:
-                best = key
-    if best is None:
+            if s2 < e2:
+                spans.add((s2, e2))
+    if not spans:
         return w_start, w_start
-    return -best[2], best[3]
+    # The alignment may have matched a few edge characters of the needle to stray characters of the
+    # margin, so the estimate is only used to shortlist spans when exact ratios would be costly.
+    ranked = sorted(spans, key=lambda sp: -2 * common(*sp) / (size + sp[1] - sp[0]))
+    shortlist = ranked if size <= _EXACT_REFINE_MAX_CHARS else ranked[:_REFINE_SHORTLIST]
+    return max(
+        shortlist,
+        key=lambda sp: (fuzz.ratio(needle, haystack[sp[0] : sp[1]]), -abs(sp[1] - sp[0] - size), -sp[0]),
+    )
 
 
 def _judge(
@@ -536,6 +606,9 @@ def _judge(
     name_problem = _name_problem(excerpt, text, o_start, o_end)
     if name_problem is not None:
         return rejected(name_problem)
+    word_problem = _word_problem(needle, window)
+    if word_problem is not None:
+        return rejected(word_problem)
     run = _max_unsupported_run(needle, window)
     if run > _MAX_GAP:
         return rejected(f"unsupported segment of {run} chars (spliced or altered quote)")
@@ -548,13 +621,9 @@ def _fuzzy(needle: str, excerpt: str, prepared: _Normalized, threshold: float) -
     best: _Candidate | None = None
     seen: set[tuple[int, int]] = set()
 
-    def consider(r_start: int, r_end: int) -> _Candidate | None:
+    def consider(w_start: int, w_end: int) -> _Candidate | None:
         nonlocal best
-        region = haystack[r_start:r_end]
-        alignment = fuzz.partial_ratio_alignment(needle, region)
-        if alignment is None or alignment.score <= 0:
-            return None
-        span = _refine(needle, haystack, r_start + alignment.dest_start, r_start + alignment.dest_end)
+        span = _refine(needle, haystack, w_start, w_end)
         if span[0] >= span[1] or span in seen:
             return None
         seen.add(span)
@@ -566,48 +635,43 @@ def _fuzzy(needle: str, excerpt: str, prepared: _Normalized, threshold: float) -
             best = candidate
         return candidate if candidate.reason is None else None
 
-    for r_start, r_end in _anchor_regions(needle, haystack, thorough=False):
-        found = consider(r_start, r_end)
+    for diagonal in _anchor_diagonals(needle, haystack, thorough=False):
+        found = consider(diagonal, diagonal + size)
         if found is not None:
             return found
-    if best is not None and best.similarity >= threshold:
-        return best  # the closest passage failed a guard; searching further would find it again
     small = len(haystack) <= 4 * size + 512
     if small or size <= _FULL_SCAN_MAX_CHARS:
-        # A global fixed-width alignment scan: affordable for short excerpts, and it does not rely
-        # on exact q-grams (an excerpt with many small typos may share none with the text).
+        # A global fixed-width alignment scan: affordable for short excerpts or texts, and it does
+        # not rely on exact q-grams (an excerpt with many small typos may share none with the text).
         cutoff = 0.0 if small else threshold * 100.0
         alignment = fuzz.partial_ratio_alignment(needle, haystack, score_cutoff=cutoff)
         if alignment is not None and alignment.score > 0:
-            pad = 8 + size // 8
-            found = consider(max(0, alignment.dest_start - pad), alignment.dest_end + pad)
+            found = consider(alignment.dest_start, alignment.dest_end)
             if found is not None:
                 return found
     else:
-        for r_start, r_end in _anchor_regions(needle, haystack, thorough=True):
-            found = consider(r_start, r_end)
+        for diagonal in _anchor_diagonals(needle, haystack, thorough=True):
+            found = consider(diagonal, diagonal + size)
             if found is not None:
                 return found
     return best
 
 
-# --------------------------------------------------------------------------------------------------
-# Public API
-# --------------------------------------------------------------------------------------------------
+def _failed(reason: str) -> ExcerptMatch:
+    return ExcerptMatch(False, 0.0, -1, -1, "failed", reason)
 
 
-def _failed(reason: str, similarity: float = 0.0) -> ExcerptMatch:
-    return ExcerptMatch(False, similarity, -1, -1, "failed", reason)
+def _check_threshold(threshold: float) -> None:
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be within [0, 1], got {threshold!r}")
 
 
 def _match(excerpt: str, text: str, threshold: float, prepare: Callable[[], _Normalized]) -> ExcerptMatch:
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must be within [0, 1], got {threshold!r}")
     if not excerpt.strip():
         return _failed("empty excerpt")
     if not text.strip():
         return _failed("empty text")
-    for candidate in (excerpt, excerpt.strip()):
+    for candidate in dict.fromkeys((excerpt, excerpt.strip())):
         pos = text.find(candidate)
         if pos != -1:
             return ExcerptMatch(True, 1.0, pos, pos + len(candidate), "exact", None, candidate)
@@ -629,9 +693,11 @@ def _match(excerpt: str, text: str, threshold: float, prepare: Callable[[], _Nor
     needle = stripped or needle
     if len(needle) < MIN_FUZZY_CHARS:
         return _failed(f"not found (fuzzy matching needs at least {MIN_FUZZY_CHARS} characters)")
+    if len(needle) > MAX_FUZZY_CHARS:
+        return _failed(f"not found (fuzzy matching is limited to {MAX_FUZZY_CHARS} characters)")
     found = _fuzzy(needle, excerpt, prepared, threshold)
     if found is None:
-        return _failed("no similar passage found")
+        return _failed(f"no similar passage found (threshold {threshold:.2f})")
     start, end = prepared.to_original(found.start, found.end)
     if found.reason is None:
         return ExcerptMatch(True, found.similarity, start, end, "fuzzy", None, text[start:end])
@@ -645,8 +711,8 @@ def match_excerpt(excerpt: str, text: str, threshold: float = 0.8) -> ExcerptMat
     :func:`normalize_text`); both report similarity ``1.0``. Otherwise excerpts of at least
     :data:`MIN_FUZZY_CHARS` normalised characters are aligned fuzzily and accepted when the
     ``fuzz.ratio`` between the normalised excerpt and the aligned window reaches ``threshold`` and
-    the window contains the same numbers, negations and capitalised names, with no contiguous
-    unsupported segment (spliced or rewritten quote). Small typos in ordinary words pass.
+    the window contains the same numbers, negations and capitalised names, every other differing
+    word is a small typo, and no contiguous segment is unsupported (spliced or rewritten quote).
 
     Normalised texts are cached, so repeated calls with the same ``text`` are cheap; use
     :func:`validate_excerpts` for batches.
@@ -662,6 +728,7 @@ def match_excerpt(excerpt: str, text: str, threshold: float = 0.8) -> ExcerptMat
     Raises:
         ValueError: If ``threshold`` is outside ``[0, 1]``.
     """
+    _check_threshold(threshold)
     return _match(excerpt, text, threshold, lambda: _prepare(text))
 
 
@@ -679,6 +746,7 @@ def validate_excerpts(excerpts: Sequence[str], text: str, threshold: float = 0.8
     Raises:
         ValueError: If ``threshold`` is outside ``[0, 1]``.
     """
+    _check_threshold(threshold)
     cache: list[_Normalized] = []
 
     def prepare() -> _Normalized:

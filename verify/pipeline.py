@@ -2,8 +2,14 @@
 
 Order follows karenina's numbering (ValidateTemplate, GenerateAnswer, guards, AbstentionCheck,
 SufficiencyCheck, ParseTemplate, VerifyTemplate, EmbeddingCheck, DeepJudgmentAutoFail,
-RubricEvaluation, DeepJudgmentRubricAutoFail, FinalizeResult). Stages not built yet are absent
-from ``STAGES``; FinalizeResult is the loop's own last step and always runs.
+RubricEvaluation, DeepJudgmentRubricAutoFail, FinalizeResult). Stages not built yet (karenina's
+MCP-trace guards, agentic parsing and rubrics) are absent from ``STAGES``; FinalizeResult is the
+loop's own last step and always runs.
+
+Failure classification: stages record auto-fails as they happen (the first one wins); a False
+template verdict becomes the ``content`` failure (stage ``verify_template``) at finalize time, so
+the embedding check can still overturn it and deep-judgment auto-fails take precedence, as in
+karenina's classifier.
 """
 
 from __future__ import annotations
@@ -26,14 +32,27 @@ from verify.results import (
 )
 from verify.stages import Stage
 from verify.stages.answer import GenerateAnswer
-from verify.stages.auto_fail import DeepJudgmentRubricAutoFail
+from verify.stages.auto_fail import DeepJudgmentAutoFail, DeepJudgmentRubricAutoFail
+from verify.stages.checks import AbstentionCheck, EmbeddingCheck, SufficiencyCheck
 from verify.stages.rubric import RubricEvaluation
+from verify.stages.template import ParseTemplate, ValidateTemplate, VerifyTemplate
 
 if TYPE_CHECKING:
     from verify.config import ModelConfig, VerificationConfig
     from verify.state import Deps, TaskState
 
-STAGES: tuple[Stage, ...] = (GenerateAnswer(), RubricEvaluation(), DeepJudgmentRubricAutoFail())
+STAGES: tuple[Stage, ...] = (
+    ValidateTemplate(),
+    GenerateAnswer(),
+    AbstentionCheck(),
+    SufficiencyCheck(),
+    ParseTemplate(),
+    VerifyTemplate(),
+    EmbeddingCheck(),
+    DeepJudgmentAutoFail(),
+    RubricEvaluation(),
+    DeepJudgmentRubricAutoFail(),
+)
 FINALIZE = "finalize_result"
 TRANSIENT = {"connection", "timeout", "rate_limit", "server_error"}
 
@@ -53,6 +72,7 @@ def _usage(records: Sequence[CallRecord]) -> dict[str, StageUsage]:
     for r in records:
         key = (
             "answer_generation" if r.purpose == "answer"
+            else "deep_judgment" if r.purpose.startswith("template_dj_")
             else "deep_judgment_rubric" if r.purpose.startswith("dj_")
             else "rubric_evaluation" if r.purpose.startswith("rubric")
             else r.purpose
@@ -70,6 +90,9 @@ def _usage(records: Sequence[CallRecord]) -> dict[str, StageUsage]:
 
 def finalize(state: TaskState, deps: Deps, started: float) -> VerificationResult:
     task = state.task
+    tpl = state.template
+    if state.failure is None and tpl.template_verification_performed and tpl.verify_result is False:
+        state.fail("content", "verify_template", tpl.verify_reason or "template verification failed", "content")
     if state.failure is None and state.errors:
         err = state.errors[-1]
         group = "retry" if err.category in TRANSIENT else "system"
@@ -92,6 +115,7 @@ def finalize(state: TaskState, deps: Deps, started: float) -> VerificationResult
         evaluation_mode=deps.config.evaluation_mode,
         stages=[*state.stages, FINALIZE],
         failure=state.failure,
+        caveats=list(tpl.caveats),
         errors=state.errors,
         warnings=state.warnings[:50],
         execution_time=round(time.perf_counter() - started, 4),
@@ -99,10 +123,11 @@ def finalize(state: TaskState, deps: Deps, started: float) -> VerificationResult
     )
     template = TemplateSection(
         raw_llm_response=state.answer, answer_source=state.answer_source,  # type: ignore[arg-type]
-        usage_metadata=_usage(records),
+        usage_metadata=_usage(records), abstention_detected=state.abstention_detected,
+        **tpl.section_fields(),
     )
     return VerificationResult(
-        metadata=metadata, template=template, rubric=state.rubric,
+        metadata=metadata, template=template, rubric=state.rubric, deep_judgment=tpl.deep_judgment,
         deep_judgment_rubric=state.deep_judgment_rubric,
     )
 

@@ -73,6 +73,7 @@ class Metadata(_Model):
     evaluation_mode: str
     stages: list[str] = Field(default_factory=list, description="stages that ran, in order")
     failure: Failure | None = None
+    caveats: list[str] = Field(default_factory=list, description="e.g. embedding_override")
     errors: list[StageError] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     execution_time: float = 0.0
@@ -80,10 +81,38 @@ class Metadata(_Model):
 
 
 class TemplateSection(_Model):
+    """karenina's ``template`` section: the answer, what the judge parsed, and every check's outcome.
+
+    ``verify_result`` is the template's verdict (``verify()`` and the regex checks, after any
+    abstention, sufficiency, embedding or deep-judgment override); ``None`` when it did not run.
+    ``sufficiency_detected`` is ``True`` when the answer was judged *sufficient*.
+    """
+
     raw_llm_response: str | None = None
     answer_source: Literal["model", "recorded"] | None = None
-    verify_result: bool | None = None
+    parsed_gt_response: dict[str, Any] | None = None
+    parsed_llm_response: dict[str, Any] | None = None
     template_verification_performed: bool = False
+    verify_result: bool | None = None
+    verify_granular_result: float | None = None
+    field_verification_error: str | None = None
+    regex_validations_performed: bool = False
+    regex_validation_results: dict[str, bool] = Field(default_factory=dict)
+    regex_validation_details: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    regex_overall_success: bool | None = None
+    regex_extraction_results: dict[str, Any] = Field(default_factory=dict)
+    abstention_check_performed: bool = False
+    abstention_detected: bool | None = None
+    abstention_override_applied: bool = False
+    abstention_reasoning: str | None = None
+    sufficiency_check_performed: bool = False
+    sufficiency_detected: bool | None = None
+    sufficiency_override_applied: bool = False
+    sufficiency_reasoning: str | None = None
+    embedding_check_performed: bool = False
+    embedding_similarity_score: float | None = None
+    embedding_override_applied: bool = False
+    embedding_model_used: str | None = None
     usage_metadata: dict[str, StageUsage] = Field(default_factory=dict)
 
 
@@ -160,12 +189,29 @@ class DeepJudgmentRubricSection(_Model):
     total_excerpt_retries: int = 0
 
 
+class DeepJudgmentSection(_Model):
+    """Template deep judgment (karenina's ``deep_judgment`` section), per template attribute."""
+
+    deep_judgment_mode: Literal["reasoning_only", "full"]
+    deep_judgment_performed: bool = False
+    extracted_excerpts: dict[str, list[Excerpt]] = Field(default_factory=dict)
+    rejected_excerpts: dict[str, list[RejectedExcerpt]] = Field(default_factory=dict)
+    attribute_reasoning: dict[str, str] = Field(default_factory=dict)
+    deep_judgment_stages_completed: list[str] = Field(default_factory=list)
+    deep_judgment_model_calls: int = 0
+    deep_judgment_excerpt_retry_count: int = 0
+    attributes_without_excerpts: list[str] = Field(default_factory=list)
+    deep_judgment_search_enabled: bool = False
+    hallucination_risk_assessment: dict[str, str] | None = None
+    error: str | None = None
+
+
 class VerificationResult(_Model):
     schema_version: str = SCHEMA_VERSION
     metadata: Metadata
     template: TemplateSection | None = None
     rubric: RubricSection | None = None
-    deep_judgment: dict[str, Any] | None = None
+    deep_judgment: DeepJudgmentSection | None = None
     deep_judgment_rubric: DeepJudgmentRubricSection | None = None
 
     @property

@@ -119,6 +119,18 @@ def make_search_port(config: VerificationConfig) -> Search:
     return make_search(tool, api_key=os.environ.get("TAVILY_API_KEY"))
 
 
+def template_search_port(config: VerificationConfig, cache: Any) -> Search | None:
+    """The search for template deep judgment (``deep_judgment_search_tool``), when it may run."""
+    if config.evaluation_mode == "rubric_only" or config.deep_judgment_mode != "full" or not config.deep_judgment_search_enabled:
+        return None
+    from verify.adapters.tavily import make_search
+    from verify.cache import CachedSearch
+
+    tool = config.deep_judgment_search_tool
+    tool_id = tool if isinstance(tool, str) else getattr(tool, "__qualname__", repr(tool))
+    return CachedSearch(make_search(tool, api_key=os.environ.get("TAVILY_API_KEY")), cache, tool_id=tool_id)
+
+
 class _Models:
     """One live model per model config, built on first use and shared by all tasks."""
 
@@ -167,6 +179,7 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
         tool = config.deep_judgment_rubric_search_tool
         tool_id = tool if isinstance(tool, str) else getattr(tool, "__qualname__", repr(tool))
         search = CachedSearch(make_search_port(config), models.cache, tool_id=tool_id)
+    template_search = options.search or template_search_port(config, models.cache)
     progress_file = progress_path(options.output) if options.output else None
     if progress_file and options.output and options.resume and not progress_file.exists():
         seed_progress(options.output, progress_file)
@@ -174,7 +187,7 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
     if progress_file and not options.resume and progress_file.exists():
         progress_file.unlink()
     writer = ResultWriter(progress_file, append=options.resume) if progress_file else None
-    memo = AnswerMemo()
+    memo = AnswerMemo(sharers=len(config.parsing_models))  # entries dropped once every judge took them
     summary = Summary(prices=options.prices)
     results: list[VerificationResult] = []
     all_tasks = list(build_tasks(benchmark, config, questions)) if options.progress else None
@@ -194,6 +207,7 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
             answerer=RecordingModel(answerer, task.replicate) if answerer else None,
             judge=RecordingModel(judge, task.replicate),
             search=search,
+            template_search=template_search,
             recorded_answers=options.answers,
             answers=memo,
             run_name=options.run_name,

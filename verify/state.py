@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
 from verify.recording import RecordingModel
-from verify.results import DeepJudgmentRubricSection, Failure, RubricSection, StageError
+from verify.results import (
+    DeepJudgmentRubricSection,
+    DeepJudgmentSection,
+    Failure,
+    RubricSection,
+    StageError,
+    TemplateSection,
+)
 from verify.rubric import Rubric
 
 if TYPE_CHECKING:
+    from verify.answer_base import BaseAnswer
     from verify.benchmark import Question
     from verify.config import ModelConfig, VerificationConfig
     from verify.ports import Search
+    from verify.templates import CompiledTemplate
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,48 @@ class Task:
 
 
 @dataclass
+class TemplateState:
+    """What the template stages found. Fields named like ``TemplateSection`` fields end up there."""
+
+    compiled: CompiledTemplate | None = None
+    validation_error: str | None = None
+    answer_needed: bool = True  # False in template_only mode once the template is refused
+    instance: BaseAnswer | None = None
+    field_verification_result: bool | None = None  # verify() alone; None when it raised or did not run
+    verify_reason: str | None = None  # why verify_result is False (the content failure's reason)
+    deep_judgment: DeepJudgmentSection | None = None
+    caveats: list[str] = field(default_factory=list)
+    # -> TemplateSection
+    parsed_gt_response: dict[str, Any] | None = None
+    parsed_llm_response: dict[str, Any] | None = None
+    template_verification_performed: bool = False
+    verify_result: bool | None = None
+    verify_granular_result: float | None = None
+    field_verification_error: str | None = None
+    regex_validations_performed: bool = False
+    regex_validation_results: dict[str, bool] = field(default_factory=dict)
+    regex_validation_details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    regex_overall_success: bool | None = None
+    regex_extraction_results: dict[str, Any] = field(default_factory=dict)
+    abstention_check_performed: bool = False
+    abstention_override_applied: bool = False
+    abstention_reasoning: str | None = None
+    sufficiency_check_performed: bool = False
+    sufficiency_detected: bool | None = None
+    sufficiency_override_applied: bool = False
+    sufficiency_reasoning: str | None = None
+    embedding_check_performed: bool = False
+    embedding_similarity_score: float | None = None
+    embedding_override_applied: bool = False
+    embedding_model_used: str | None = None
+
+    def section_fields(self) -> dict[str, Any]:
+        """The fields that belong in the result's ``template`` section."""
+        names = TemplateSection.model_fields
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name in names}
+
+
+@dataclass
 class TaskState:
     """What the stages know about a task so far. ``None`` means "did not run"."""
 
@@ -43,6 +94,7 @@ class TaskState:
     warnings: list[str] = field(default_factory=list)
     stages: list[str] = field(default_factory=list)
     abstention_detected: bool | None = None
+    template: TemplateState = field(default_factory=TemplateState)
 
     def fail(self, category: str, stage: str, reason: str, group: str) -> None:
         """Record an auto-fail; the first one wins (later ones become warnings)."""
@@ -53,17 +105,33 @@ class TaskState:
 
 
 class AnswerMemo:
-    """One generated answer per (question, answering model, replicate), shared by every judge."""
+    """One generated answer per (question, answering model, replicate), shared by every judge.
 
-    def __init__(self) -> None:
+    ``sharers`` is how many tasks share one answer (the number of judge models): an entry is
+    dropped once that many tasks have claimed or taken it, so a long run does not keep every
+    answer in memory. ``0`` keeps every entry.
+    """
+
+    def __init__(self, sharers: int = 0) -> None:
+        self.sharers = sharers
         self._futures: dict[tuple[str, str, int | None], asyncio.Future[tuple[str, str]]] = {}
+        self._taken: dict[tuple[str, str, int | None], int] = {}
 
     def get(self, key: tuple[str, str, int | None]) -> asyncio.Future[tuple[str, str]] | None:
-        return self._futures.get(key)
+        future = self._futures.get(key)
+        if future is not None and self.sharers:
+            taken = self._taken.get(key, 1) + 1  # the claiming task was the first
+            if taken >= self.sharers:
+                del self._futures[key]
+                self._taken.pop(key, None)
+            else:
+                self._taken[key] = taken
+        return future
 
     def claim(self, key: tuple[str, str, int | None]) -> asyncio.Future[tuple[str, str]]:
         future: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
-        self._futures[key] = future
+        if self.sharers != 1:  # with one judge nobody else will ask
+            self._futures[key] = future
         return future
 
 
@@ -75,6 +143,7 @@ class Deps:
     answerer: RecordingModel | None
     judge: RecordingModel
     search: Search | None
+    template_search: Search | None = None
     recorded_answers: dict[str, dict[str, str]] = field(default_factory=dict)
     answers: AnswerMemo = field(default_factory=AnswerMemo)
     run_name: str | None = None

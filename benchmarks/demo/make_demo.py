@@ -15,6 +15,66 @@ from verify.rubric import CallableTrait, LLMTrait, MetricTrait, RegexTrait, Rubr
 HERE = Path(__file__).parent
 CONCISE = "def evaluate(text):\n    return len(text.split()) <= 80\n"
 
+# Answer templates (karenina style): the judge fills the fields, verify() decides correctness.
+CAPITAL_TEMPLATE = '''from karenina.schemas.entities import BaseAnswer
+from pydantic import Field
+
+
+class Answer(BaseAnswer):
+    capital: str = Field(description="The capital city named in the response")
+
+    def ground_truth(self):
+        self.correct = {"capital": "Paris"}
+
+    def verify(self) -> bool:
+        return self.capital.strip().lower() == self.correct["capital"].lower()
+'''
+BOILING_TEMPLATE = '''from typing import Optional
+
+from karenina.schemas.entities import BaseAnswer
+from pydantic import Field
+
+
+class Answer(BaseAnswer):
+    celsius: Optional[int] = Field(default=None, description="The boiling temperature in degrees Celsius")
+
+    def ground_truth(self):
+        self.correct = {"celsius": 100}
+
+    def verify(self) -> bool:
+        return self.celsius == self.correct["celsius"]
+'''
+BCL2_TEMPLATE = '''from karenina.schemas.entities import BaseAnswer
+from pydantic import Field
+
+
+class Answer(BaseAnswer):
+    inhibits_apoptosis: bool = Field(
+        description="Whether the response says BCL2 inhibits or blocks apoptosis (programmed cell death)"
+    )
+
+    def ground_truth(self):
+        self.correct = {"inhibits_apoptosis": True}
+
+    def verify(self) -> bool:
+        return self.inhibits_apoptosis is self.correct["inhibits_apoptosis"]
+'''
+COLD_TEMPLATE = '''from karenina.schemas.entities import BaseAnswer
+from pydantic import Field
+
+
+class Answer(BaseAnswer):
+    recommends_antibiotics: bool = Field(
+        description="Whether the response recommends taking antibiotics for the common cold"
+    )
+
+    def ground_truth(self):
+        self.correct = {"recommends_antibiotics": False}
+
+    def verify(self) -> bool:
+        return self.recommends_antibiotics is self.correct["recommends_antibiotics"]
+'''
+
 
 def build() -> Benchmark:
     global_rubric = Rubric(traits=[
@@ -32,12 +92,14 @@ def build() -> Benchmark:
     ])
     questions = [
         Question(id="demo-capital", text="What is the capital of France?", raw_answer="Paris", finished=True,
-                 keywords=["geography"]),
+                 keywords=["geography"], template_code=CAPITAL_TEMPLATE),
         Question(id="demo-boiling", text="At what temperature does pure water boil at sea level?",
-                 raw_answer="100 degrees Celsius", finished=True, keywords=["physics"]),
+                 raw_answer="100 degrees Celsius", finished=True, keywords=["physics"],
+                 template_code=BOILING_TEMPLATE),
         Question(
             id="demo-bcl2", text="What is the main function of the BCL2 protein?",
             raw_answer="BCL2 inhibits apoptosis (programmed cell death).", finished=True, keywords=["biology"],
+            template_code=BCL2_TEMPLATE,
             rubric=Rubric(traits=[MetricTrait(
                 name="bcl2_facts", description="Key facts about BCL2",
                 tp_instructions=["BCL2 inhibits apoptosis", "BCL2 is located in the mitochondrial membrane"],
@@ -46,13 +108,16 @@ def build() -> Benchmark:
         Question(
             id="demo-cold", text="Should antibiotics be used to treat the common cold?",
             raw_answer="No. Colds are viral; antibiotics do not help.", finished=True, keywords=["medicine"],
+            template_code=COLD_TEMPLATE,
             rubric=Rubric(traits=[LLMTrait(
                 name="no_antibiotic_advice", kind="boolean", min_score=0, max_score=1,
                 description="Does not recommend taking antibiotics for the cold",
             )]),
         ),
     ]
-    return Benchmark(name="verify-demo", description="Offline demo: four questions, every trait kind",
+    for question in questions:  # fixed dates, so regenerating gives the same file
+        question.date_created = question.date_modified = "2026-11-23T00:00:00"
+    return Benchmark(name="verify-demo", description="Offline demo: four questions with answer templates, every trait kind",
                      version="1.0.0", creator="verify", id="urn:verify:demo",
                      date_created="2026-11-23T00:00:00", date_modified="2026-11-23T00:00:00",
                      global_rubric=global_rubric, questions=questions)

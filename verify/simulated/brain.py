@@ -1,7 +1,8 @@
 """The simulated judge's brain: a pure, deterministic function from (messages, schema) to reply text.
 
 It reads the prompt conventions of ``verify.prompts`` (``<question>``, ``<response>``, ``<trait>``
-blocks) and the requested schema's title, and answers sensibly: it quotes real sentences of the
+blocks) and the requested schema's title, and answers sensibly (the template stages' replies are in
+``verify.simulated.template_brain``): it quotes real sentences of the
 response as excerpts, scores by word overlap between the trait description and the response,
 and returns valid JSON. It is a stand-in for tests and the offline demo, not a judge of quality.
 
@@ -35,7 +36,7 @@ _ABSENCE = re.compile(
 )
 
 
-VERSION = "1"  # bump when replies change, so cached simulated replies are not reused
+VERSION = "2"  # bump when replies change, so cached simulated replies are not reused
 
 
 @dataclass(frozen=True)
@@ -255,7 +256,29 @@ def structured(title: str, prompt: str, schema: dict[str, Any], faults: Faults |
             risk = "none" if share >= 0.6 else "low" if share >= 0.4 else "medium" if share >= 0.2 else "high"
             assessments.append({"excerpt_id": eid, "risk": risk, "justification": f"overlap with sources {share:.2f}"})
         return {"assessments": assessments}
+    template = _template_reply(title, prompt, schema, faults)
+    if template is not None:
+        return template
     return dict(_schema_default(schema, schema.get("$defs", {})))
+
+
+def _template_reply(title: str, prompt: str, schema: dict[str, Any], faults: Faults | None) -> dict[str, Any] | None:
+    """The template stages' replies (verify.simulated.template_brain); None for other schemas."""
+    from verify.simulated import template_brain as tb
+
+    if title == "AbstentionResult":
+        return tb.abstention(prompt)
+    if title == "SufficiencyResult":
+        return tb.sufficiency(prompt)
+    if title == "EquivalenceResult":
+        return tb.equivalence(prompt)
+    if title == "TemplateExcerptsOutput":
+        return tb.excerpts(prompt, fabricates(_tag(prompt, "response") or "", faults))
+    if title == "TemplateReasoningOutput":
+        return tb.reasoning(prompt)
+    if tb.is_parse(title, prompt):
+        return tb.parse(schema, prompt)
+    return None
 
 
 def reply(messages: Sequence[Message], schema: dict[str, Any] | None, faults: Faults | None = None) -> str:

@@ -79,7 +79,7 @@ class GenerateAnswer:
         return True
 
     def should_run(self, state: TaskState) -> bool:
-        return True
+        return state.template.answer_needed
 
     async def run(self, state: TaskState, deps: Deps) -> None:
         task = state.task

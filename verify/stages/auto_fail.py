@@ -1,4 +1,10 @@
-"""DeepJudgmentRubricAutoFail: fail the task when a deep-judgment trait has no valid evidence.
+"""DeepJudgmentAutoFail and DeepJudgmentRubricAutoFail: fail the task on unvalidated evidence.
+
+DeepJudgmentAutoFail (template deep judgment, ``deep_judgment_mode='full'``): template attributes
+left without a valid excerpt fail the task (category ``deep_judgment``). The list is computed from
+the final extraction attempt's state (karenina accumulates it over retries).
+
+DeepJudgmentRubricAutoFail: fail the task when a deep-judgment trait has no valid evidence.
 
 Included whenever rubric evaluation is (karenina only includes it when template deep judgment is
 also on, so rubric-only deep judgment there never auto-fails). Skipped when abstention was
@@ -16,6 +22,31 @@ if TYPE_CHECKING:
     from verify.state import Deps, TaskState
 
 log = logging.getLogger("verify")
+
+
+class DeepJudgmentAutoFail:
+    name = "deep_judgment_auto_fail"
+    summary = "fail the task if a template attribute has no valid excerpt (template deep judgment)"
+
+    def enabled(self, config: VerificationConfig) -> bool:
+        return config.evaluation_mode != "rubric_only" and config.deep_judgment_mode == "full"
+
+    def should_run(self, state: TaskState) -> bool:
+        dj = state.template.deep_judgment
+        return dj is not None and bool(dj.attributes_without_excerpts) and not state.abstention_detected
+
+    async def run(self, state: TaskState, deps: Deps) -> None:
+        dj = state.template.deep_judgment
+        assert dj is not None
+        rejected = sum(len(dj.rejected_excerpts.get(n, [])) for n in dj.attributes_without_excerpts)
+        reason = (
+            f"template attributes without valid excerpts: {', '.join(dj.attributes_without_excerpts)} "
+            f"({rejected} quote(s) rejected, {dj.deep_judgment_excerpt_retry_count} retries)"
+        )
+        log.warning("task %s auto-failed: %s", state.task.key, reason)
+        state.warnings.append(reason)
+        state.template.verify_result = False
+        state.fail("deep_judgment", self.name, reason, "autofail")
 
 
 class DeepJudgmentRubricAutoFail:

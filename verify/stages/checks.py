@@ -1,0 +1,131 @@
+"""The checks around the template: AbstentionCheck, SufficiencyCheck, EmbeddingCheck.
+
+* ``abstention_check`` (``abstention_enabled``, every mode): the judge decides whether the answer
+  refuses or abstains. Detected: the task fails (category ``abstention``), parsing and
+  verification are skipped; rubric evaluation still runs, as in karenina.
+* ``sufficiency_check`` (``sufficiency_enabled``, template modes): the judge decides whether the
+  answer holds enough to fill the template. Insufficient: the task fails (category
+  ``sufficiency``) and parsing is skipped. A *sufficient* answer is not a failure (karenina's
+  classifier has this inverted).
+* ``embedding_check`` (``embedding_check_enabled``, only after ``verify()`` returned False): the
+  cosine similarity of the expected and parsed values' embeddings; at or above
+  ``embedding_check_threshold`` the judge is asked whether they are semantically equivalent, and a
+  yes turns the verdict into a pass (regex checks still apply) with the caveat
+  ``embedding_override``.
+
+A reply the judge could not produce leaves the check "not performed" with a warning; it never
+fails the task by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING
+
+from verify import template_prompts as tp
+from verify.embedding import cosine, get_embedder
+from verify.stages.template import template_mode
+from verify.structured import ask_structured
+
+if TYPE_CHECKING:
+    from verify.config import VerificationConfig
+    from verify.state import Deps, TaskState
+
+
+class AbstentionCheck:
+    name = "abstention_check"
+    summary = "the judge decides whether the answer refuses or abstains"
+
+    def enabled(self, config: VerificationConfig) -> bool:
+        return config.abstention_enabled
+
+    def should_run(self, state: TaskState) -> bool:
+        return state.answer is not None
+
+    async def run(self, state: TaskState, deps: Deps) -> None:
+        tpl = state.template
+        prompt = tp.abstention_prompt(state.task.question.text, state.answer or "")
+        reply = await ask_structured(deps.judge, tp.messages(prompt), tp.AbstentionResult, purpose="abstention_check")
+        if reply.value is None:
+            state.warnings.append(f"abstention check not performed: judge reply unparseable: {reply.error}")
+            return
+        tpl.abstention_check_performed = True
+        tpl.abstention_reasoning = reply.value.reasoning or None
+        state.abstention_detected = reply.value.abstention_detected
+        if reply.value.abstention_detected:
+            tpl.abstention_override_applied = True
+            if template_mode(deps.config):
+                tpl.verify_result = False
+            state.fail("abstention", self.name, reply.value.reasoning or "the answer abstains", "abstained")
+
+
+class SufficiencyCheck:
+    name = "sufficiency_check"
+    summary = "the judge decides whether the answer holds enough to fill the template"
+
+    def enabled(self, config: VerificationConfig) -> bool:
+        return config.sufficiency_enabled and template_mode(config)
+
+    def should_run(self, state: TaskState) -> bool:
+        return state.answer is not None and state.template.compiled is not None and not state.abstention_detected
+
+    async def run(self, state: TaskState, deps: Deps) -> None:
+        tpl = state.template
+        compiled = tpl.compiled
+        assert compiled is not None
+        prompt = tp.sufficiency_prompt(state.task.question.text, state.answer or "", compiled.class_name,
+                                       compiled.fields(), compiled.judge_schema())
+        reply = await ask_structured(deps.judge, tp.messages(prompt), tp.SufficiencyResult, purpose="sufficiency_check")
+        if reply.value is None:
+            state.warnings.append(f"sufficiency check not performed: judge reply unparseable: {reply.error}")
+            return
+        tpl.sufficiency_check_performed = True
+        tpl.sufficiency_detected = reply.value.sufficient  # True = sufficient (karenina's meaning)
+        tpl.sufficiency_reasoning = reply.value.reasoning or None
+        if not reply.value.sufficient:
+            tpl.sufficiency_override_applied = True
+            tpl.verify_result = False
+            state.fail("sufficiency", self.name, reply.value.reasoning or "the answer cannot fill the template",
+                       "abstained")
+
+
+class EmbeddingCheck:
+    name = "embedding_check"
+    summary = "after a failed verify(): embedding similarity, then the judge may confirm equivalence"
+
+    def enabled(self, config: VerificationConfig) -> bool:
+        return config.embedding_check_enabled and template_mode(config)
+
+    def should_run(self, state: TaskState) -> bool:
+        tpl = state.template
+        return tpl.field_verification_result is False and tpl.parsed_gt_response is not None
+
+    async def run(self, state: TaskState, deps: Deps) -> None:
+        tpl, config = state.template, deps.config
+        expected, parsed = tpl.parsed_gt_response, tpl.parsed_llm_response or {}
+        embedder = await asyncio.to_thread(get_embedder, config.embedding_check_model)
+        texts = [json.dumps(expected, sort_keys=True, default=str), json.dumps(parsed, sort_keys=True, default=str)]
+        vectors = await asyncio.to_thread(embedder.embed, texts)
+        score = round(cosine(vectors[0], vectors[1]), 4)
+        tpl.embedding_check_performed = True
+        tpl.embedding_similarity_score = score
+        tpl.embedding_model_used = embedder.name
+        if score < config.embedding_check_threshold:
+            return
+        prompt = tp.equivalence_prompt(state.task.question.text, expected, parsed)
+        reply = await ask_structured(deps.judge, tp.messages(prompt), tp.EquivalenceResult, purpose="embedding_check")
+        if reply.value is None:
+            state.warnings.append(f"embedding check: equivalence reply unparseable: {reply.error}")
+            return
+        if not reply.value.equivalent:
+            return
+        tpl.embedding_override_applied = True
+        tpl.field_verification_result = True
+        tpl.verify_result = tpl.regex_overall_success is not False
+        if tpl.verify_result:
+            tpl.verify_reason = None
+        note = (f"embedding_override: similarity {score:.2f} >= {config.embedding_check_threshold:.2f} and the "
+                f"judge confirmed equivalence ({reply.value.reasoning[:120]})")
+        tpl.caveats.append("embedding_override")
+        state.warnings.append(note)

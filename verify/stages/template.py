@@ -1,0 +1,192 @@
+"""The answer-template stages: ValidateTemplate, ParseTemplate, VerifyTemplate.
+
+* ``validate_template`` compiles the question's template (:mod:`verify.templates`); a refused or
+  broken template fails only that task (category ``template_validation``), with a located message.
+* ``parse_template`` has the judge fill the template's fields (a null-tolerant schema), after
+  template deep judgment when ``deep_judgment_mode`` is on, then builds the strict answer. An
+  unusable reply or a required field left null fails the task (category ``parsing``).
+* ``verify_template`` runs ``verify()``, the template's regex checks and ``verify_granular()``. A
+  False verdict becomes the ``content`` failure when the result is finalized (the embedding check
+  may still overturn it); an exception in ``verify()`` is recorded as ``field_verification_error``
+  on that task only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from verify import template_prompts as tp
+from verify.results import StageError
+from verify.structured import ask_structured
+from verify.template_dj import DJInput, DJSettings, judge_template
+from verify.templates import (
+    TemplateError,
+    compile_template,
+    describe_validation_error,
+    ground_truth_of,
+    parsed_fields,
+)
+
+if TYPE_CHECKING:
+    from verify.config import VerificationConfig
+    from verify.state import Deps, TaskState
+
+log = logging.getLogger("verify")
+
+
+def template_mode(config: VerificationConfig) -> bool:
+    return config.evaluation_mode != "rubric_only"
+
+
+class ValidateTemplate:
+    name = "validate_template"
+    summary = "compile the answer template (import allow-list, restricted builtins)"
+
+    def enabled(self, config: VerificationConfig) -> bool:
+        return template_mode(config)
+
+    def should_run(self, state: TaskState) -> bool:
+        return True
+
+    async def run(self, state: TaskState, deps: Deps) -> None:
+        question = state.task.question
+        try:
+            state.template.compiled = compile_template(question.template_code, question.id)
+        except TemplateError as exc:
+            message = str(exc)
+            state.template.validation_error = message
+            state.errors.append(StageError(stage=self.name, message=message[:500], category="template_validation"))
+            state.fail("template_validation", self.name, message, "system")
+            # template_only has nothing left to do without a template: do not pay for an answer
+            state.template.answer_needed = deps.config.evaluation_mode != "template_only"
+            return
+        state.template.parsed_gt_response = state.template.compiled.ground_truth
+
+
+def _dj_settings(config: VerificationConfig) -> DJSettings:
+    return DJSettings(
+        mode=config.deep_judgment_mode,
+        max_excerpts=config.deep_judgment_max_excerpts_per_attribute,
+        threshold=config.deep_judgment_fuzzy_match_threshold,
+        retry_attempts=config.deep_judgment_excerpt_retry_attempts,
+        search_enabled=config.deep_judgment_search_enabled,
+    )
+
+
+class ParseTemplate:
+    name = "parse_template"
+    summary = "the judge fills the template's fields (after template deep judgment, when on)"
+
+    def enabled(self, config: VerificationConfig) -> bool:
+        return template_mode(config)
+
+    def should_run(self, state: TaskState) -> bool:
+        tpl = state.template
+        return (
+            tpl.compiled is not None and state.answer is not None
+            and not state.abstention_detected and tpl.sufficiency_detected is not False
+        )
+
+    async def run(self, state: TaskState, deps: Deps) -> None:
+        tpl, config = state.template, deps.config
+        compiled = tpl.compiled
+        assert compiled is not None
+        question, answer = state.task.question.text, state.answer or ""
+        reasoning: dict[str, str] | None = None
+        if config.deep_judgment_mode != "disabled":
+            inp = DJInput(question, answer, compiled, deps.judge, deps.template_search or deps.search)
+            tpl.deep_judgment, reasoning = await judge_template(inp, _dj_settings(config))
+        prompt = tp.parse_prompt(question, answer, compiled.class_name, compiled.fields(),
+                                 compiled.relaxed_schema(), reasoning)
+        reply = await ask_structured(deps.judge, tp.messages(prompt, tp.PARSE_SYSTEM), compiled.relaxed_cls,
+                                     purpose="parsing")
+        if tpl.deep_judgment is not None:
+            dj = tpl.deep_judgment
+            dj.deep_judgment_model_calls = reply.calls + sum(
+                1 for r in deps.judge.records if r.purpose.startswith("template_dj_")
+            )
+        if reply.value is None:
+            self._fail(state, f"judge reply unparseable: {reply.error}", reply.raw_text)
+            return
+        values: dict[str, Any] = reply.value.model_dump()
+        try:
+            instance = compiled.build(values)
+        except ValidationError as exc:
+            nulls = [k for k, v in values.items() if v is None and compiled.answer_cls.model_fields[k].is_required()]
+            why = (f"the judge left required field(s) null: {', '.join(nulls)}" if nulls
+                   else f"parsed values do not fit the template: {describe_validation_error(exc)}")
+            self._fail(state, why, reply.raw_text)
+            return
+        except Exception as exc:  # the template's own model_post_init raised on these values
+            self._fail(state, f"the template raised while building the answer: {type(exc).__name__}: {exc}", reply.raw_text)
+            return
+        tpl.instance = instance
+        tpl.parsed_llm_response = parsed_fields(instance)
+        tpl.parsed_gt_response = ground_truth_of(instance) or tpl.parsed_gt_response
+        if tpl.deep_judgment is not None:
+            tpl.deep_judgment.deep_judgment_stages_completed.append("parameters")
+
+    def _fail(self, state: TaskState, reason: str, raw: str) -> None:
+        state.warnings.append(f"parse_template: judge reply was: {raw[:300]}")
+        state.fail("parsing", self.name, reason, "system")
+
+
+def _short(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)[:160]
+
+
+class VerifyTemplate:
+    name = "verify_template"
+    summary = "the template's verify(), regex checks and verify_granular() decide correctness"
+
+    def enabled(self, config: VerificationConfig) -> bool:
+        return template_mode(config)
+
+    def should_run(self, state: TaskState) -> bool:
+        return state.template.instance is not None and not state.abstention_detected
+
+    async def run(self, state: TaskState, deps: Deps) -> None:
+        tpl = state.template
+        instance, compiled = tpl.instance, tpl.compiled
+        assert instance is not None and compiled is not None
+        tpl.template_verification_performed = True
+        field_ok: bool | None
+        try:
+            verdict = instance.verify()
+        except Exception as exc:
+            field_ok = None
+            tpl.field_verification_error = f"{type(exc).__name__}: {exc}"[:500]
+        else:
+            if not isinstance(verdict, bool):
+                state.warnings.append(f"verify() returned {type(verdict).__name__}, not bool; using its truth value")
+            field_ok = bool(verdict)
+        tpl.field_verification_result = field_ok
+        regex = instance.verify_regex(state.answer or "")
+        tpl.regex_validations_performed = regex.performed
+        tpl.regex_validation_results, tpl.regex_validation_details = regex.results, regex.details
+        tpl.regex_extraction_results = regex.extractions
+        tpl.regex_overall_success = regex.success
+        if field_ok is None:
+            reason = f"the template's verify() raised {tpl.field_verification_error}"
+            log.warning("task %s: %s", state.task.key, reason)
+            state.fail("field_verification_error", self.name, reason, "system")
+            return
+        tpl.verify_result = field_ok and regex.success
+        if compiled.has_granular:
+            try:
+                tpl.verify_granular_result = float(instance.verify_granular())  # type: ignore[attr-defined]
+            except Exception as exc:
+                state.warnings.append(f"verify_granular() raised {type(exc).__name__}: {exc}"[:300])
+        if not tpl.verify_result:
+            problems = []
+            if not field_ok:
+                problems.append(f"verify() returned False (parsed {_short(tpl.parsed_llm_response)}; "
+                                f"expected {_short(tpl.parsed_gt_response)})")
+            if not regex.success:
+                failed = [n for n, ok in regex.results.items() if not ok]
+                problems.append(f"regex check(s) failed: {', '.join(failed)}")
+            tpl.verify_reason = "; ".join(problems)
