@@ -428,7 +428,10 @@ async def test_judge_outage_leaves_the_trait_unscored(purpose: str) -> None:
     assert result.rubric.trait_status["states_fact"].status == "scored"
     assert result.deep_judgment_rubric.traits_without_valid_excerpts == []
     assert result.deep_judgment_rubric.trait_metadata["clarity"].error == "timed out"
-    assert result.metadata.failure is None
+    # not a deep-judgment auto-fail: an execution error of a retryable kind, so --resume runs it again
+    failure = result.metadata.failure
+    assert failure is not None and (failure.category, failure.group) == ("timeout", "retry")
+    assert "clarity (timeout)" in failure.reason
 
 
 # -- judge_trait directly ---------------------------------------------------------------------------------

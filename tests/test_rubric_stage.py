@@ -198,6 +198,41 @@ async def test_outage_only_for_rubric_batch() -> None:
     assert all("503 from provider" in (status[n].reason or "") for n in ("states_fact", "clarity"))
 
 
+async def test_outage_is_recorded_as_a_retryable_stage_error() -> None:
+    def script(request: ChatRequest) -> str | Exception:
+        return ModelError("rate limited", "rate_limit") if request.purpose == "rubric_batch" else honest(request)
+
+    state, _ = await run_rubric(ALL_KINDS, ANSWER, ScriptedModel(script), config=config("batch"), question=QUESTION)
+    assert [(e.stage, e.category) for e in state.errors] == [("rubric_evaluation", "rate_limit")]
+    assert "clarity (rate_limit)" in state.errors[0].message
+
+
+async def test_non_finite_batch_score_is_unscored_and_others_survive() -> None:
+    def script(request: ChatRequest) -> str:
+        if request.purpose == "rubric_batch":
+            return '{"scores": {"clarity": NaN, "states_fact": true}}'
+        return honest(request)
+
+    state, _ = await run_rubric(ALL_KINDS, ANSWER, ScriptedModel(script), config=config("batch"), question=QUESTION)
+    assert state.rubric is not None
+    assert state.rubric.trait_status["clarity"].status == "unscored"
+    assert state.rubric.trait_status["states_fact"].score is True
+
+
+async def test_a_bug_in_one_evaluation_leaves_the_other_traits_scored(monkeypatch: pytest.MonkeyPatch) -> None:
+    import verify.stages.rubric as rubric_stage
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(rubric_stage, "confusion_metrics", broken)
+    state, _ = await run_rubric(ALL_KINDS, ANSWER, simulated_judge(), config=config("batch"), question=QUESTION)
+    assert state.rubric is not None
+    status = state.rubric.trait_status
+    assert status["bcl2_facts"].status == "unscored" and "ZeroDivisionError: boom" in (status["bcl2_facts"].reason or "")
+    assert status["clarity"].status == "scored" and status["register"].status == "scored"
+
+
 GARBAGE = "I think the response is quite good overall, well done!"
 
 

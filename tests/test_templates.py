@@ -147,6 +147,10 @@ def test_result_fields_follow_karenina() -> None:
     ("s = '{0.__class__}'.format(1)\n", "format string that reaches a dunder"),
     ("from karenina.schemas.entities import Secret\n", "imports 'Secret' from 'karenina.schemas.entities'"),
     ("from . import x\n", "relative import"),
+    ("from pydantic.v1.utils import import_string\n", "imports 'pydantic.v1.utils'"),
+    ("from pydantic._internal._validators import import_string\n", "imports 'pydantic._internal._validators'"),
+    ("from pydantic import TypeAdapter, ImportString\n", "imports 'TypeAdapter', which can import arbitrary modules"),
+    ("import pydantic\nf = pydantic.ImportString\n", "template line 2 accesses 'ImportString'"),
     ("def (:\n", "template line 1: syntax error"),
 ])
 def test_refused_templates_have_located_errors(code: str, needle: str) -> None:
@@ -160,13 +164,15 @@ def test_runtime_guards_hold_even_without_the_static_check() -> None:
     tree = check_source("import re\nx = re.compile('a')\n", "q")
     assert tree is not None
     with pytest.raises(TemplateError, match="AttributeError: templates may not use typing.get_type_hints"):
-        compile_template("import typing\nh = typing.get_type_hints\n", "q-hints")
+        compile_template("import typing\nh = getattr(typing, 'get_type_' + 'hints')\n", "q-hints")
     with pytest.raises(TemplateError, match="may not read attribute '_private'"):
         compile_template("x = getattr(1, '_private', None)\n", "q-getattr")
     with pytest.raises(TemplateError, match="typing.sys"):
-        compile_template("import typing\nx = typing.sys\n", "q-sys")
+        compile_template("import typing\nx = getattr(typing, 's' + 'ys')\n", "q-sys")
     with pytest.raises(TemplateError, match="may not use module 'collections'"):
         compile_template("import typing\nx = typing.collections\n", "q-collections")
+    with pytest.raises(TemplateError, match="may not use pydantic.ImportString"):
+        compile_template("import pydantic\nx = getattr(pydantic, 'Import' + 'String')\n", "q-import-string")
 
 
 def test_missing_template_class_and_verify_are_refused() -> None:

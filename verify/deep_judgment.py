@@ -28,6 +28,7 @@ from verify.dj_settings import TraitDJSettings
 from verify.errors import ModelError
 from verify.fuzzy import validate_excerpts
 from verify.ports import ChatModel, Message, Search
+from verify.resilience import redact
 from verify.results import (
     Excerpt,
     HallucinationAssessment,
@@ -72,6 +73,7 @@ class TraitJudgment:
     hallucination: HallucinationAssessment | None = None
     metadata: TraitDeepMetadata = field(default_factory=TraitDeepMetadata)
     raw_reply: str | None = None
+    error_category: str | None = None
 
     @property
     def without_valid_excerpts(self) -> bool:
@@ -317,6 +319,7 @@ async def judge_trait(trait: LLMTrait, settings: TraitDJSettings, ctx: TraitCont
         result.status, result.score, result.label = "scored", score, label
         return result
     except ModelError as exc:
-        meta.error = str(exc)
-        result.reason = f"judge call failed ({exc.category}): {exc}"
+        meta.error = redact(str(exc))
+        result.reason = f"judge call failed ({exc.category}): {meta.error}"
+        result.error_category = exc.category
         return result

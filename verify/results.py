@@ -122,6 +122,9 @@ class TraitOutcome(_Model):
     label: str | None = None
     reason: str | None = None
     raw_reply: str | None = None
+    error_category: str | None = Field(
+        default=None, description="set when a model call failed for good (rate_limit, timeout, ...)"
+    )
 
 
 class RubricSection(_Model):

@@ -51,7 +51,11 @@ _DENIED_ATTRS = {
     "f_builtins", "f_back", "f_code", "tb_frame", "tb_next", "func_globals", "format_map",
 }
 # module attributes never handed to templates (they evaluate strings or reach other modules)
-_DENIED_MODULE_ATTRS = {"get_type_hints", "ForwardRef", "evaluate_forward_ref", "sys", "os", "builtins"}
+_DENIED_MODULE_ATTRS = {
+    "get_type_hints", "ForwardRef", "evaluate_forward_ref", "sys", "os", "builtins",
+    # pydantic names that import any module named by a string
+    "ImportString", "import_string", "TypeAdapter", "PyObject", "parse_obj_as",
+}
 _FORMAT_DUNDER = re.compile(r"\{[^{}]*__")
 _SAFE_BUILTIN_NAMES = (
     "abs all any ascii bin bool bytes callable chr classmethod complex dict divmod enumerate filter "
@@ -68,7 +72,11 @@ class TemplateError(ValueError):
 
 
 def _allowed(module: str) -> bool:
-    return module in ALLOWED_MODULES or module.startswith("pydantic.") or _is_karenina(module)
+    if module.startswith("pydantic."):
+        # Public pydantic submodules only: private ones and the v1 shim expose import_string.
+        parts = module.split(".")[1:]
+        return not any(p.startswith("_") or p == "v1" for p in parts)
+    return module in ALLOWED_MODULES or _is_karenina(module)
 
 
 def _is_karenina(module: str) -> bool:
@@ -165,6 +173,7 @@ class _Checker(ast.NodeVisitor):
         for alias in node.names:
             if not _allowed(alias.name):
                 self._bad(node, f"imports {alias.name!r}; allowed: {', '.join(ALLOWED_MODULES)}, karenina.*")
+        self.generic_visit(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
@@ -178,17 +187,26 @@ class _Checker(ast.NodeVisitor):
             elif _is_karenina(module) and alias.name not in PRESEEDED and alias.name not in _COMPAT_PARTS:
                 self._bad(node, f"imports {alias.name!r} from {module!r}, which verify does not provide "
                                 f"(available: {', '.join(sorted(PRESEEDED))})")
+        self.generic_visit(node)
+
+    def visit_alias(self, node: ast.alias) -> None:
+        if node.name in _DENIED_MODULE_ATTRS:
+            self._bad(node, f"imports {node.name!r}, which can import arbitrary modules")
 
     def visit_Name(self, node: ast.Name) -> None:
         name = node.id
-        if name in _FORBIDDEN_NAMES:
+        if name in _DENIED_MODULE_ATTRS:
+            self._bad(node, f"uses {name!r}, which can import arbitrary modules")
+        elif name in _FORBIDDEN_NAMES:
             self._bad(node, f"uses {name!r}, which templates may not use (no file, eval, exec or import access)")
         elif name.startswith("__") and name.endswith("__") and name not in _ALLOWED_DUNDER_NAMES:
             self._bad(node, f"uses {name!r}; dunder names are refused")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
-        if (attr.startswith("__") and attr.endswith("__") and attr not in _ALLOWED_DUNDER_NAMES) or attr in _DENIED_ATTRS:
+        if attr in _DENIED_MODULE_ATTRS:
+            self._bad(node, f"accesses {attr!r}, which can import arbitrary modules")
+        elif (attr.startswith("__") and attr.endswith("__") and attr not in _ALLOWED_DUNDER_NAMES) or attr in _DENIED_ATTRS:
             self._bad(node, f"accesses {attr!r}; dunder and frame attributes are refused")
         self.generic_visit(node)
 

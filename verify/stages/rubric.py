@@ -10,6 +10,7 @@ could not score is ``unscored`` with the reason; it never takes other traits' sc
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import TYPE_CHECKING, Any
 
 from verify import prompts
@@ -17,7 +18,8 @@ from verify.deep_judgment import TraitContext, TraitJudgment, judge_trait, read_
 from verify.dj_settings import resolve_rubric
 from verify.errors import ModelError
 from verify.ports import ChatModel, Message
-from verify.results import DeepJudgmentRubricSection, RubricSection, Score, TraitOutcome
+from verify.resilience import redact
+from verify.results import DeepJudgmentRubricSection, RubricSection, Score, StageError, TraitOutcome
 from verify.rubric import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait
 from verify.structured import ask_structured
 from verify.traits import confusion_metrics, eval_callable, eval_regex
@@ -41,7 +43,7 @@ def check_score(trait: LLMTrait, value: Any) -> TraitOutcome:
         if isinstance(value, int | str) and str(value).strip().lower() in {"true", "false", "1", "0", "yes", "no"}:
             return TraitOutcome(status="scored", score=str(value).strip().lower() in {"true", "1", "yes"})
         return TraitOutcome(status="unscored", reason=f"expected true/false, got {value!r}")
-    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or int(value) != value:
         return TraitOutcome(status="unscored", reason=f"expected an integer score, got {value!r}")
     lo, hi = trait.min_score, trait.max_score
     if (lo is not None and value < lo) or (hi is not None and value > hi):
@@ -116,12 +118,15 @@ async def metric_scores(judge: ChatModel, question: str, answer: str, trait: Met
 
 
 async def _guard(name_list: list[str], coro: Any) -> Any:
-    """A judge outage on one call leaves only that call's traits unscored."""
+    """A judge outage (or any failure) on one call leaves only that call's traits unscored."""
     try:
         return await coro
     except ModelError as exc:
-        why = f"judge call failed ({exc.category}): {exc}"
-        return {n: TraitOutcome(status="unscored", reason=why) for n in name_list}
+        why = f"judge call failed ({exc.category}): {redact(str(exc))}"
+        return {n: TraitOutcome(status="unscored", reason=why, error_category=exc.category) for n in name_list}
+    except Exception as exc:
+        why = f"evaluation failed: {type(exc).__name__}: {redact(str(exc))}"
+        return {n: TraitOutcome(status="unscored", reason=why, error_category="unexpected_error") for n in name_list}
 
 
 def standard_calls(config: VerificationConfig, judge: ChatModel, question: Any, answer: str, traits: list[LLMTrait]) -> list[Any]:
@@ -182,7 +187,7 @@ class RubricEvaluation:
         ctx = TraitContext(task.question.text, answer, deps.judge, deps.search)
         std = standard_calls(config, deps.judge, task.question, answer, std_traits)
         metrics = [_guard([t.name], metric_scores(deps.judge, task.question.text, answer, t)) for t in metric_traits]
-        deep = [judge_trait(t, settings[t.name], ctx) for t in dj_traits]
+        deep = [_guard([t.name], judge_trait(t, settings[t.name], ctx)) for t in dj_traits]
         std_out, metric_out, deep_out = await asyncio.gather(
             asyncio.gather(*std), asyncio.gather(*metrics), asyncio.gather(*deep)
         )
@@ -202,15 +207,26 @@ class RubricEvaluation:
                 # The trait's headline number: F1 when asked for, else its first metric.
                 headline = values.get("f1", next(iter(values.values()), None))
                 status[name] = TraitOutcome(status="scored", score=headline)
-        for judgment in deep_out:
-            status[judgment.name] = TraitOutcome(
-                status=judgment.status, score=judgment.score, label=judgment.label,
-                reason=judgment.reason, raw_reply=judgment.raw_reply,
+        judgments: list[TraitJudgment] = []
+        for item in deep_out:
+            if isinstance(item, dict):  # the trait's evaluation itself failed
+                status.update(item)
+                continue
+            judgments.append(item)
+            status[item.name] = TraitOutcome(
+                status=item.status, score=item.score, label=item.label,
+                reason=item.reason, raw_reply=item.raw_reply, error_category=item.error_category,
             )
         fill_scores(section, rubric.traits)
         state.rubric = section
         if dj_traits:
-            state.deep_judgment_rubric = deep_section(deps, deep_out, std_traits, status)
+            state.deep_judgment_rubric = deep_section(deps, judgments, std_traits, status)
+        # Traits lost to an outage make the task an execution error, so --resume runs it again.
+        failed = {n: o.error_category for n, o in status.items() if o.error_category}
+        if failed:
+            category = next(iter(failed.values()))
+            names = ", ".join(f"{n} ({c})" for n, c in failed.items())
+            state.errors.append(StageError(stage=self.name, message=f"traits left unscored: {names}", category=category))
 
 
 def fill_scores(section: RubricSection, traits: list[Any]) -> None:
