@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,17 +22,43 @@ from verify.rubric import LLMTrait, RegexTrait, Rubric
 
 #: The generated rubric: five LLM traits of every scored kind (3 boolean, 1 score, 1 literal).
 TRAITS: tuple[LLMTrait, ...] = (
-    LLMTrait(name="explains_mechanism", kind="boolean", min_score=0, max_score=1,
-             description="The response explains the underlying mechanism of the process"),
-    LLMTrait(name="clarity", kind="score", min_score=1, max_score=5,
-             description="The response is clear and organized in steps that are easy to follow"),
-    LLMTrait(name="gives_numbers", kind="boolean", min_score=0, max_score=1,
-             description="The response gives concrete numbers such as temperatures or durations"),
-    LLMTrait(name="mentions_safety", kind="boolean", min_score=0, max_score=1,
-             description="The response mentions safety precautions or risks"),
-    LLMTrait(name="register", kind="literal", description="The register of the response",
-             classes={"formal": "Formal, precise and technical register",
-                      "casual": "Casual, chatty register with informal words"}),
+    LLMTrait(
+        name="explains_mechanism",
+        kind="boolean",
+        min_score=0,
+        max_score=1,
+        description="The response explains the underlying mechanism of the process",
+    ),
+    LLMTrait(
+        name="clarity",
+        kind="score",
+        min_score=1,
+        max_score=5,
+        description="The response is clear and organized in steps that are easy to follow",
+    ),
+    LLMTrait(
+        name="gives_numbers",
+        kind="boolean",
+        min_score=0,
+        max_score=1,
+        description="The response gives concrete numbers such as temperatures or durations",
+    ),
+    LLMTrait(
+        name="mentions_safety",
+        kind="boolean",
+        min_score=0,
+        max_score=1,
+        description="The response mentions safety precautions or risks",
+    ),
+    LLMTrait(
+        name="register",
+        kind="literal",
+        description="The register of the response",
+        classes={
+            "formal": "Formal, precise and technical register",
+            "casual": "Casual, chatty register with informal words",
+        },
+    ),
 )
 #: The small rubric of the memory runs: one cheap LLM trait and one regex trait.
 SMALL_TRAITS: tuple[Any, ...] = (
@@ -40,8 +66,18 @@ SMALL_TRAITS: tuple[Any, ...] = (
     RegexTrait(name="has_number", pattern=r"\d+", description="Contains a number"),
 )
 
-_PROCESSES = ("fermentation", "distillation", "annealing", "electrolysis", "composting", "tempering",
-              "pasteurisation", "crystallisation", "sintering", "oxidation")
+_PROCESSES = (
+    "fermentation",
+    "distillation",
+    "annealing",
+    "electrolysis",
+    "composting",
+    "tempering",
+    "pasteurisation",
+    "crystallisation",
+    "sintering",
+    "oxidation",
+)
 
 
 def answer_text(i: int) -> str:
@@ -63,11 +99,17 @@ def question_id(i: int) -> str:
     return f"gen-{i:06d}"
 
 
-def generated_benchmark(n: int, traits: tuple[Any, ...] = TRAITS) -> tuple[Benchmark, dict[str, dict[str, str]]]:
+def generated_benchmark(
+    n: int, traits: tuple[Any, ...] = TRAITS
+) -> tuple[Benchmark, dict[str, dict[str, str]]]:
     """``n`` finished questions sharing a global rubric, and their recorded answers ``{"*": {id: text}}``."""
     questions = [
-        Question(id=question_id(i), text=f"How does {_PROCESSES[i % len(_PROCESSES)]} work in sample {i}?",
-                 raw_answer="A reference answer.", finished=True)
+        Question(
+            id=question_id(i),
+            text=f"How does {_PROCESSES[i % len(_PROCESSES)]} work in sample {i}?",
+            raw_answer="A reference answer.",
+            finished=True,
+        )
         for i in range(n)
     ]
     bench = Benchmark(name=f"generated-{n}", global_rubric=Rubric(traits=list(traits)), questions=questions)
@@ -76,26 +118,48 @@ def generated_benchmark(n: int, traits: tuple[Any, ...] = TRAITS) -> tuple[Bench
 
 def simulated(model_id: str, latency_ms: float = 0.0) -> dict[str, Any]:
     extra = {"latency_ms": latency_ms} if latency_ms else None
-    return {"id": model_id, "model_provider": "simulated", "model_name": f"simulated-{model_id}",
-            "interface": "simulated", "extra_kwargs": extra}
+    return {
+        "id": model_id,
+        "model_provider": "simulated",
+        "model_name": f"simulated-{model_id}",
+        "interface": "simulated",
+        "extra_kwargs": extra,
+    }
 
 
 def endpoint(url: str) -> dict[str, Any]:
-    return {"id": "judge", "model_name": "simulated-judge", "interface": "openai_endpoint",
-            "endpoint_base_url": url, "endpoint_api_key": "sk-test"}
+    return {
+        "id": "judge",
+        "model_name": "simulated-judge",
+        "interface": "openai_endpoint",
+        "endpoint_base_url": url,
+        "endpoint_api_key": "sk-test",
+    }
 
 
-def make_config(judge: dict[str, Any], *, mode: str = "deep_judgment", concurrency: int | None = None,
-                workers: int = 16, **extra: Any) -> VerificationConfig:
+def make_config(
+    judge: dict[str, Any],
+    *,
+    mode: str = "deep_judgment",
+    concurrency: int | None = None,
+    workers: int = 16,
+    **extra: Any,
+) -> VerificationConfig:
     """A rubric-only config. ``mode``: ``standard`` (batch), ``deep_judgment`` (all LLM traits,
     with excerpts) or ``deep_judgment_search`` (plus excerpt search with the simulated search)."""
     fields: dict[str, Any] = dict(
-        answering_models=[simulated("answerer")], parsing_models=[judge], evaluation_mode="rubric_only",
+        answering_models=[simulated("answerer")],
+        parsing_models=[judge],
+        evaluation_mode="rubric_only",
         deep_judgment_rubric_mode="disabled" if mode == "standard" else "enable_all",
-        max_concurrent_requests=concurrency, async_max_workers=workers,
+        max_concurrent_requests=concurrency,
+        async_max_workers=workers,
     )
     if mode == "deep_judgment_search":
-        fields |= {"deep_judgment_rubric_search_enabled": True, "deep_judgment_rubric_search_tool": "simulated"}
+        fields |= {
+            "deep_judgment_rubric_search_enabled": True,
+            "deep_judgment_rubric_search_tool": "simulated",
+        }
     fields.update(extra)
     return VerificationConfig.model_validate(fields)
 
@@ -120,9 +184,6 @@ class Counted:
         self.models.append(counting)
         return counting
 
-    def judge(self) -> list[CountingModel]:
-        return [m for m in self.models if "answerer" not in m.model_id]
-
     @property
     def calls(self) -> int:
         return sum(m.calls for m in self.models)
@@ -146,7 +207,9 @@ def server_process(latency_ms: float) -> Iterator[str]:
     CPU time is not the client's); yields its base URL."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "verify.simulated", "serve", "--port", "0", "--latency-ms", str(latency_ms)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     try:
         assert proc.stdout is not None
@@ -161,11 +224,3 @@ def server_process(latency_ms: float) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-
-
-def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    import time
-
-    started = time.perf_counter()
-    value = fn()
-    return value, time.perf_counter() - started

@@ -179,3 +179,36 @@ async def test_cached_search_does_not_cache_failures(tmp_path) -> None:
         with pytest.raises(SearchError):
             await failing.search("q")
     assert failing.misses == 2
+
+
+async def test_a_reply_that_never_parsed_is_not_replayed_from_the_cache(tmp_path) -> None:
+    from pydantic import BaseModel
+
+    from verify.cache import CachedModel, ResponseCache
+    from verify.models import CountingModel
+    from verify.ports import ChatReply, Message
+    from verify.structured import ask_structured
+
+    class Verdict(BaseModel):
+        ok: bool
+
+    class Prose:
+        model_id = "prose"
+
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+        async def complete(self, request: ChatRequest) -> ChatReply:
+            return ChatReply(text=self.text)
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    messages = [Message("user", "judge")]
+    bad = CountingModel(Prose("no JSON here"))
+    first = await ask_structured(CachedModel(bad, cache), messages, Verdict, purpose="t", max_parse_retries=1)
+    assert first.value is None and bad.calls == 2
+    assert len(cache) == 0  # both failed attempts were dropped
+    good = CountingModel(Prose('{"ok": true}'))
+    second = await ask_structured(CachedModel(good, cache), messages, Verdict, purpose="t")
+    assert second.value is not None and good.calls == 1
+    third = await ask_structured(CachedModel(good, cache), messages, Verdict, purpose="t")
+    assert third.value is not None and good.calls == 1  # successes stay cached

@@ -19,6 +19,7 @@ import sqlite3
 import threading
 import time
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,13 @@ class ResponseCache:
         except sqlite3.Error as exc:
             log.warning("response cache write failed (reply not cached): %s", exc)
 
+    def delete(self, key: str) -> None:
+        try:
+            with self._lock:
+                self._conn.execute("DELETE FROM replies WHERE key = ?", (key,))
+        except sqlite3.Error as exc:
+            log.warning("response cache delete failed: %s", exc)
+
     def __len__(self) -> int:
         with self._lock:
             return int(self._conn.execute("SELECT count(*) FROM replies").fetchone()[0])
@@ -158,11 +166,12 @@ class CachedModel:
             reply = _reply_from_record(stored, self.model_id)
             if reply is not None:
                 self.hits += 1
-                return reply
+                return replace(reply, forget=lambda: self.cache.delete(key))
         self.misses += 1
         reply = await self.inner.complete(request)
         if _cacheable(reply):
             self.cache.put(key, _record(reply))
+            return replace(reply, forget=lambda: self.cache.delete(key))
         return reply
 
 

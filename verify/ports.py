@@ -7,6 +7,7 @@ Structured output is parsed on our side (``verify.structured``), so the port sta
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -60,6 +61,8 @@ class ChatReply:
     finish_reason: str | None = None
     model: str = ""
     cached: bool = False
+    forget: Callable[[], None] | None = field(default=None, compare=False, repr=False)
+    """Set by a caching layer: drops this reply from the cache (used when it proved unusable)."""
 
 
 @runtime_checkable

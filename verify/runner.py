@@ -106,29 +106,28 @@ def needs_search(benchmark: Benchmark, config: VerificationConfig, questions: Se
         return False
     for question in questions:
         rubric, _ = benchmark.rubric_for(question)
-        if any(resolve_trait(config, question.id, t).search_enabled for t in rubric.llm_traits):
+        settings = (resolve_trait(config, question.id, t) for t in rubric.llm_traits)
+        # search only checks validated excerpts, so a trait without excerpts never searches
+        if any(s.enabled and s.excerpt_enabled and s.search_enabled for s in settings):
             return True
     return False
 
 
-def make_search_port(config: VerificationConfig) -> Search:
+def search_port(tool: Any, cache: Any) -> Search:
+    """The search for ``tool`` ("tavily", "simulated" or a callable), with results cached."""
     from verify.adapters.tavily import make_search
+    from verify.cache import CachedSearch
 
-    tool = config.deep_judgment_rubric_search_tool
+    tool_id = tool if isinstance(tool, str) else getattr(tool, "__qualname__", repr(tool))
     # API keys are read here, at the edge, never inside the config model.
-    return make_search(tool, api_key=os.environ.get("TAVILY_API_KEY"))
+    return CachedSearch(make_search(tool, api_key=os.environ.get("TAVILY_API_KEY")), cache, tool_id=tool_id)
 
 
 def template_search_port(config: VerificationConfig, cache: Any) -> Search | None:
     """The search for template deep judgment (``deep_judgment_search_tool``), when it may run."""
     if config.evaluation_mode == "rubric_only" or config.deep_judgment_mode != "full" or not config.deep_judgment_search_enabled:
         return None
-    from verify.adapters.tavily import make_search
-    from verify.cache import CachedSearch
-
-    tool = config.deep_judgment_search_tool
-    tool_id = tool if isinstance(tool, str) else getattr(tool, "__qualname__", repr(tool))
-    return CachedSearch(make_search(tool, api_key=os.environ.get("TAVILY_API_KEY")), cache, tool_id=tool_id)
+    return search_port(config.deep_judgment_search_tool, cache)
 
 
 class _Models:
@@ -141,9 +140,18 @@ class _Models:
         if options.cache_dir is not None:
             from verify.cache import ResponseCache
 
-            self.cache = ResponseCache(Path(options.cache_dir) / "responses.sqlite")
+            try:
+                self.cache = ResponseCache(Path(options.cache_dir) / "responses.sqlite")
+            except OSError as exc:
+                raise ConfigError(
+                    f"cache folder {options.cache_dir}: {exc.strerror or exc}", "pass another --cache-dir, or --no-cache"
+                ) from None
         limit = config.max_concurrent_requests
         self.limiter = asyncio.Semaphore(limit) if limit else None
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
 
     def get(self, model: ModelConfig) -> ChatModel | None:
         key = canonical(model)
@@ -162,6 +170,23 @@ class _Models:
         return self.built[key]
 
 
+def check_output(output: Path) -> None:
+    """Fail before any model call when the results could not be written."""
+    from verify.export import FORMATS
+
+    if output.suffix.lower() not in FORMATS:
+        raise ConfigError(
+            f"output {output}: unknown format {output.suffix or '(no suffix)'!r}",
+            f"name the results file with one of {', '.join(FORMATS)}",
+        )
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"output {output}: cannot create its folder ({exc.strerror})", "pick a writable path") from None
+    if output.is_dir():
+        raise ConfigError(f"output {output} is a folder", "give a file name, e.g. results.json")
+
+
 async def run_async(benchmark: Benchmark, config: VerificationConfig, options: RunOptions | None = None) -> RunOutcome:
     options = options or RunOptions()
     questions = select_questions(benchmark, options)
@@ -170,15 +195,13 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
             "no questions to verify: the benchmark has no finished questions",
             "mark questions finished, pass --include-unfinished, or select them with --question-ids",
         )
+    if options.output is not None:
+        check_output(options.output)
     stages = plan(config)
     models = _Models(config, options)
     search = options.search
     if search is None and needs_search(benchmark, config, questions):
-        from verify.cache import CachedSearch
-
-        tool = config.deep_judgment_rubric_search_tool
-        tool_id = tool if isinstance(tool, str) else getattr(tool, "__qualname__", repr(tool))
-        search = CachedSearch(make_search_port(config), models.cache, tool_id=tool_id)
+        search = search_port(config.deep_judgment_rubric_search_tool, models.cache)
     template_search = options.search or template_search_port(config, models.cache)
     progress_file = progress_path(options.output) if options.output else None
     if progress_file and options.output and options.resume and not progress_file.exists():
@@ -239,6 +262,7 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
             bar.stop()
         if writer:
             writer.close()
+        models.close()
     if progress_file is not None and options.output is not None:
         summary = Summary(prices=options.prices)
         for r in latest_results(progress_file):

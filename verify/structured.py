@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -255,10 +255,13 @@ async def ask_structured(
     calls = 0
     raw_text = ""
     error: str | None = None
+    forget: list[Callable[[], None]] = []
     for _ in range(1 + max(0, max_parse_retries)):
         reply = await model.complete(
             ChatRequest(tuple(conversation), schema=json_schema, purpose=purpose, trait=trait)
         )
+        if reply.forget is not None:
+            forget.append(reply.forget)
         calls += 1
         usage = usage + reply.usage
         raw_text = reply.text
@@ -283,6 +286,9 @@ async def ask_structured(
             feedback = f"{error}; the reply hit the length limit, so answer more briefly"
         said = reply.text if reply.text.strip() else "(empty reply)"  # some APIs reject empty turns
         conversation += [Message("assistant", said), Message("user", _feedback(feedback))]
+    # Never replay a failure from the cache: the next run asks the model again.
+    for drop in forget:
+        drop()
     return Structured(None, raw_text, error, calls, usage, calls)
 
 
