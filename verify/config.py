@@ -9,32 +9,56 @@ precedence is field defaults < preset < explicit overrides, and the CLI binds an
 ``VerificationConfig.from_overrides`` keeps karenina's keyword names (``abstention``,
 ``async_workers``, ``deep_judgment_rubric_search``, ...) and also takes any field name. ``None``
 means "not given", so an unset CLI flag never overwrites a preset value.
+
+The parts live in their own modules and are re-exported here, so ``from verify.config import X``
+works for all of them: :mod:`verify.model_config` (models, interfaces, retries, default
+prompts), :mod:`verify.prompt_config` (few-shot, prompts), :mod:`verify.dj_config` (rubric deep
+judgment, search tools), :mod:`verify.config_overrides` (``from_overrides`` keywords),
+:mod:`verify.config_report` (dumps, warnings) and :mod:`verify.config_errors` (problems and how
+they are shown).
 """
 
 from __future__ import annotations
 
 import copy
-import difflib
-import re
-import types
-from collections.abc import Callable, Iterable
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from collections.abc import Callable
+from typing import Any, Literal
 
 from pydantic import (
-    AliasChoices,
     BaseModel,
-    ConfigDict,
     Field,
-    SecretStr,
     ValidationError,
-    WithJsonSchema,
     computed_field,
     field_serializer,
     field_validator,
     model_validator,
 )
 
+from verify.config_errors import ConfigProblems, _did_you_mean, _raise_if, format_validation_error
+from verify.config_overrides import _MODEL_OVERRIDES, OVERRIDE_ALIASES, _apply_model_overrides, _model_dict
+from verify.config_report import config_to_dict, config_warnings
+from verify.dj_config import (
+    SEARCH_TOOLS,
+    DeepJudgmentRubricCustomConfig,
+    DeepJudgmentTraitConfig,
+    SearchTool,
+    _check_tool,
+    _tool_label,
+)
 from verify.errors import ConfigError
+from verify.model_config import (
+    _DEEP_AGENT_INTERFACES,
+    DEFAULT_ANSWERING_SYSTEM_PROMPT,
+    DEFAULT_PARSING_SYSTEM_PROMPT,
+    INTERFACES,
+    CategoryRetryConfig,
+    ErrorPatternConfig,
+    Interface,
+    ModelConfig,
+    RetryPolicy,
+    _Forbid,
+)
+from verify.prompt_config import FewShotConfig, FewShotExample, PromptConfig, QuestionFewShotConfig
 
 __all__ = [
     "DEFAULT_ANSWERING_SYSTEM_PROMPT",
@@ -49,401 +73,17 @@ __all__ = [
     "ErrorPatternConfig",
     "FewShotConfig",
     "FewShotExample",
+    "Interface",
     "ModelConfig",
     "PromptConfig",
     "QuestionFewShotConfig",
     "RetryPolicy",
+    "SearchTool",
     "VerificationConfig",
     "config_to_dict",
     "config_warnings",
     "format_validation_error",
 ]
-
-DEFAULT_ANSWERING_SYSTEM_PROMPT = "You are an expert assistant. Answer the question accurately and concisely."
-#: Offered for judges (karenina never applies it automatically; neither do we).
-DEFAULT_PARSING_SYSTEM_PROMPT = (
-    "You are a validation assistant. Parse and validate responses against the given Pydantic template."
-)
-
-Interface = Literal[
-    "langchain",
-    "openrouter",
-    "openai_endpoint",
-    "claude_agent_sdk",
-    "claude_tool",
-    "langchain_deep_agents",
-    "manual",
-    "taskeval",
-    "simulated",
-]
-INTERFACES: tuple[str, ...] = get_args(Interface)
-_PROVIDER_REQUIRED = frozenset({"langchain", "langchain_deep_agents"})
-_DEEP_AGENT_INTERFACES = frozenset({"claude_agent_sdk", "langchain_deep_agents"})
-#: Built-in search backends; a callable ``(query) -> results`` is accepted too.
-SEARCH_TOOLS: tuple[str, ...] = ("tavily", "simulated")
-
-
-class ConfigProblems(ValueError):
-    """Several located problems found by one validator: ``[(field path, how to fix), ...]``.
-
-    Pydantic wraps it as one ``value_error``; :func:`format_validation_error` unpacks it again
-    into one line per problem.
-    """
-
-    def __init__(self, problems: Iterable[tuple[str, str]]) -> None:
-        self.problems = list(problems)
-        super().__init__("; ".join(f"{path}: {msg}" if path else msg for path, msg in self.problems))
-
-
-def _raise_if(problems: list[tuple[str, str]]) -> None:
-    if problems:
-        raise ConfigProblems(problems)
-
-
-_Forbid = ConfigDict(extra="forbid")
-
-# --------------------------------------------------------------------------- retries
-
-
-class CategoryRetryConfig(BaseModel):
-    """Retry budget and backoff for one error category (karenina's shape)."""
-
-    model_config = _Forbid
-
-    max_attempts: int = Field(
-        default=0,
-        ge=0,
-        le=50,
-        validation_alias=AliasChoices("max_attempts", "max_retries"),
-        description="Retries after the first call (not total calls); 0 = no retry. Alias: max_retries.",
-    )
-    backoff_min: float = Field(default=1.0, ge=0, description="Delay before the first retry, seconds.")
-    backoff_max: float = Field(default=10.0, ge=0, description="Upper bound of any delay, seconds.")
-    backoff_multiplier: float = Field(default=2.0, ge=1.0, description="Delay growth per retry.")
-
-    @model_validator(mode="after")
-    def _bounds(self) -> CategoryRetryConfig:
-        if self.backoff_max < self.backoff_min:
-            raise ConfigProblems([("backoff_max", f"must be >= backoff_min ({self.backoff_min})")])
-        return self
-
-
-def _category(max_attempts: int, low: float, high: float) -> Any:
-    return Field(
-        default_factory=lambda: CategoryRetryConfig(
-            max_attempts=max_attempts, backoff_min=low, backoff_max=high
-        )
-    )
-
-
-class RetryPolicy(BaseModel):
-    """Per-category retries for model calls; ``permanent`` errors are never retried."""
-
-    model_config = _Forbid
-
-    connection: CategoryRetryConfig = _category(3, 1.0, 10.0)
-    timeout: CategoryRetryConfig = _category(3, 5.0, 30.0)
-    rate_limit: CategoryRetryConfig = _category(5, 5.0, 30.0)
-    server_error: CategoryRetryConfig = _category(2, 2.0, 15.0)
-    jitter: bool = Field(
-        default=True, description="Full jitter: sleep uniform(0, backoff) instead of the backoff itself."
-    )
-    timeout_escalation: Any = Field(
-        default=None, description="Accepted from karenina presets; not used by verify."
-    )
-
-    def for_category(self, category: str) -> CategoryRetryConfig:
-        """The budget of ``category``; unknown and ``permanent`` categories get no retries."""
-        if category in {"connection", "timeout", "rate_limit", "server_error"}:
-            found: CategoryRetryConfig = getattr(self, category)
-            return found
-        return CategoryRetryConfig(max_attempts=0)
-
-    def backoff_seconds(self, category: str, attempt: int) -> float:
-        """Delay before retry number ``attempt`` (0-based), before jitter."""
-        cfg = self.for_category(category)
-        return float(min(cfg.backoff_min * cfg.backoff_multiplier**attempt, cfg.backoff_max))
-
-
-class ErrorPatternConfig(BaseModel):
-    """A user rule classifying errors by type name or message substring."""
-
-    model_config = _Forbid
-
-    pattern: str = Field(min_length=1)
-    category: Literal["connection", "timeout", "rate_limit", "server_error", "permanent"]
-    match_type: Literal["type_name", "message_substring"] = "message_substring"
-
-
-# --------------------------------------------------------------------------- models
-
-
-class ModelConfig(BaseModel):
-    """One answering or judge (parsing) model, with karenina's fields.
-
-    ``mcp_*``, ``agent_runtime``, ``agent_middleware``, ``max_context_tokens`` and
-    ``agent_timeout`` are accepted and stored so karenina presets load; verify runs no agents,
-    so they have no effect. ``manual_traces`` is never dumped.
-    """
-
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
-
-    id: str | None = Field(
-        default=None, description="Short unique name used in results; 'manual' for manual traces."
-    )
-    model_provider: str | None = Field(
-        default=None, description="Provider for langchain interfaces, e.g. 'openai', 'anthropic'."
-    )
-    model_name: str | None = None
-    temperature: float = Field(default=0.1, ge=0.0, le=2.0)
-    max_tokens: int = Field(default=16384, ge=1)
-    interface: Interface = Field(
-        default="langchain", description="How the model is called; 'simulated' is verify's offline provider."
-    )
-    system_prompt: str | None = Field(
-        default=None,
-        description="Answering models without one get DEFAULT_ANSWERING_SYSTEM_PROMPT; judges keep None.",
-    )
-    max_retries: int = Field(default=2, ge=0)
-    mcp_urls_dict: dict[str, str] | None = None
-    mcp_tool_filter: list[str] | None = None
-    mcp_tool_description_overrides: dict[str, str] | None = None
-    mcp_http_timeout: float | None = Field(default=None, gt=0)
-    mcp_sse_read_timeout: float | None = Field(default=None, gt=0)
-    endpoint_base_url: str | None = Field(
-        default=None, description="Base URL of an OpenAI-compatible server (openai_endpoint)."
-    )
-    endpoint_api_key: SecretStr | None = Field(default=None, description="Never written to presets or dumps.")
-    anthropic_base_url: str | None = None
-    anthropic_api_key: SecretStr | None = Field(
-        default=None, description="Never written to presets or dumps."
-    )
-    agent_runtime: dict[str, Any] | None = None
-    extra_kwargs: dict[str, Any] | None = Field(
-        default=None, description="Passed through to the model constructor."
-    )
-    manual_traces: dict[str, str] | None = Field(
-        default=None,
-        exclude=True,
-        repr=False,
-        description="interface='manual' only: question id or MD5 of the question text -> answer text.",
-    )
-    agent_middleware: dict[str, Any] | None = None
-    max_context_tokens: int | None = Field(default=None, ge=1)
-    agent_timeout: int | None = Field(default=None, ge=1)
-    request_timeout: float | None = Field(
-        default=None, gt=0, description="Seconds per call; None = the config's request_timeout."
-    )
-    retry_policy: RetryPolicy | None = Field(default=None, description="None = the config's retry_policy.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _manual_defaults(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("interface") == "manual":
-            data = dict(data)
-            data["model_name"] = data.get("model_name") or "manual"
-            data["id"] = data.get("id") or "manual"
-        return data
-
-    @model_validator(mode="after")
-    def _rules(self) -> ModelConfig:
-        problems: list[tuple[str, str]] = []
-        iface = self.interface
-        if not self.model_name:
-            problems.append(("model_name", 'required: set the provider\'s model name, e.g. "gpt-4.1-mini"'))
-        if not self.id:
-            problems.append(
-                ("id", 'required: give the model a short unique name used in results, e.g. "answerer"')
-            )
-        if iface in _PROVIDER_REQUIRED and not self.model_provider:
-            problems.append(
-                (
-                    "model_provider",
-                    f'required for interface \'{iface}\': set it, e.g. "openai" or "anthropic"',
-                )
-            )
-        if iface == "manual":
-            if not self.manual_traces:
-                problems.append(
-                    (
-                        "manual_traces",
-                        "interface 'manual' needs manual_traces (question id or MD5 of the question text -> "
-                        "answer text); pass --manual-traces FILE",
-                    )
-                )
-            if self.mcp_urls_dict:
-                problems.append(
-                    ("mcp_urls_dict", "MCP tools cannot be used with interface 'manual'; remove it")
-                )
-        elif self.manual_traces is not None:
-            problems.append(
-                ("manual_traces", "only used with interface 'manual'; remove it or set interface='manual'")
-            )
-        if iface == "openai_endpoint":
-            url = self.endpoint_base_url or ""
-            if not url.startswith(("http://", "https://")):
-                problems.append(
-                    (
-                        "endpoint_base_url",
-                        "interface 'openai_endpoint' needs an http(s) URL, e.g. \"http://localhost:11434/v1\" "
-                        '(Ollama) or "http://localhost:8000/v1" (vLLM)',
-                    )
-                )
-        anthropic_ok = iface in {"claude_tool", "claude_agent_sdk"} or (
-            iface in _PROVIDER_REQUIRED and (self.model_provider or "").lower() == "anthropic"
-        )
-        extra = self.extra_kwargs or {}
-        for name, dup in (("anthropic_base_url", "base_url"), ("anthropic_api_key", "api_key")):
-            if getattr(self, name) is None:
-                continue
-            if not anthropic_ok:
-                problems.append(
-                    (
-                        name,
-                        "only used by claude_tool/claude_agent_sdk or langchain with model_provider 'anthropic'",
-                    )
-                )
-            elif dup in extra:
-                problems.append((name, f"also given as extra_kwargs['{dup}']; keep only one"))
-        _raise_if(problems)
-        return self
-
-    @property
-    def display_name(self) -> str:
-        """``provider:model`` (or just the model name) for messages."""
-        return f"{self.model_provider}:{self.model_name}" if self.model_provider else str(self.model_name)
-
-
-# --------------------------------------------------------------------------- few-shot and prompts
-
-
-class FewShotExample(BaseModel):
-    model_config = _Forbid
-
-    question: str
-    answer: str
-
-
-class QuestionFewShotConfig(BaseModel):
-    """Few-shot settings of one question; ``inherit`` uses the pool settings."""
-
-    model_config = _Forbid
-
-    mode: Literal["inherit", "all", "k-shot", "custom"] = "inherit"
-    k: int | None = None
-    selected_examples: list[int | str] | None = Field(
-        default=None, description="Indexes or MD5 of example questions."
-    )
-    excluded_examples: list[int | str] | None = Field(
-        default=None, description="Indexes or MD5 of example questions."
-    )
-
-
-class FewShotConfig(BaseModel):
-    """Which few-shot examples the answering model sees (karenina's shape)."""
-
-    model_config = _Forbid
-
-    source: Literal["both", "disabled", "question_pool", "global"] = "both"
-    pool_mode: Literal["all", "k-shot", "custom"] = "all"
-    pool_k: int = 3
-    question_configs: dict[str, QuestionFewShotConfig] = Field(default_factory=dict)
-    global_examples: list[FewShotExample] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _k_positive(self) -> FewShotConfig:
-        problems: list[tuple[str, str]] = []
-        if self.source != "disabled":
-            if self.pool_mode == "k-shot" and self.pool_k < 1:
-                problems.append(("pool_k", "must be at least 1 with pool_mode='k-shot'"))
-            for qid, qcfg in self.question_configs.items():
-                if qcfg.mode == "k-shot" and qcfg.k is not None and qcfg.k < 1:
-                    problems.append((f"question_configs.{qid}.k", "must be at least 1 with mode='k-shot'"))
-        _raise_if(problems)
-        return self
-
-
-class PromptConfig(BaseModel):
-    """Extra instructions appended to the prompts of one kind of model call."""
-
-    model_config = _Forbid
-
-    generation: str | None = None
-    parsing: str | None = None
-    abstention_detection: str | None = None
-    sufficiency_detection: str | None = None
-    rubric_evaluation: str | None = Field(
-        default=None, description="Also the fallback for every rubric_* task."
-    )
-    agentic_parsing: str | None = Field(
-        default=None, description="Also the fallback for every agentic_parsing_* task."
-    )
-    deep_judgment: str | None = Field(default=None, description="Also the fallback for every dj_* task.")
-
-    def get_for_task(self, task: str) -> str | None:
-        """Instructions for ``task`` (e.g. ``rubric_llm_trait_batch``), falling back by prefix."""
-        direct = getattr(self, task, None) if task in type(self).model_fields else None
-        if direct is not None:
-            return str(direct)
-        for prefix, fallback in (
-            ("rubric_", "rubric_evaluation"),
-            ("agentic_parsing_", "agentic_parsing"),
-            ("dj_", "deep_judgment"),
-        ):
-            if task.startswith(prefix):
-                value: str | None = getattr(self, fallback)
-                return value
-        return None
-
-
-# --------------------------------------------------------------------------- rubric deep judgment
-
-
-class DeepJudgmentTraitConfig(BaseModel):
-    """Deep judgment settings of one trait; ``None`` values use the config's rubric defaults."""
-
-    model_config = _Forbid
-
-    enabled: bool = True
-    excerpt_enabled: bool = True
-    max_excerpts: int | None = Field(default=None, ge=1, le=100)
-    fuzzy_match_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    excerpt_retry_attempts: int | None = Field(default=None, ge=0, le=20)
-    search_enabled: bool = False
-
-
-class DeepJudgmentRubricCustomConfig(BaseModel):
-    """``custom`` mode: ``{"global": {trait: cfg}, "question_specific": {question_id: {trait: cfg}}}``."""
-
-    model_config = ConfigDict(
-        extra="forbid", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
-    )
-
-    global_traits: dict[str, DeepJudgmentTraitConfig] = Field(default_factory=dict, alias="global")
-    question_specific: dict[str, dict[str, DeepJudgmentTraitConfig]] = Field(default_factory=dict)
-
-    def resolve(self, question_id: str, trait_name: str) -> DeepJudgmentTraitConfig | None:
-        """Question-specific settings, else global ones, else ``None`` (no deep judgment)."""
-        specific = self.question_specific.get(question_id, {}).get(trait_name)
-        return specific if specific is not None else self.global_traits.get(trait_name)
-
-    def any_search(self) -> bool:
-        configs = [
-            *self.global_traits.values(),
-            *(c for q in self.question_specific.values() for c in q.values()),
-        ]
-        return any(c.enabled and c.search_enabled for c in configs)
-
-
-SearchTool = Annotated[
-    str | Callable[..., Any],
-    WithJsonSchema({"type": "string", "description": "'tavily', 'simulated' (or a callable, from Python)"}),
-]
-
-
-def _tool_label(tool: str | Callable[..., Any]) -> str:
-    return tool if isinstance(tool, str) else f"<callable {getattr(tool, '__name__', type(tool).__name__)}>"
-
 
 # --------------------------------------------------------------------------- the config
 
@@ -777,57 +417,10 @@ class VerificationConfig(BaseModel):
             ) from None
 
 
-def _check_tool(field: str, tool: str | Callable[..., Any], problems: list[tuple[str, str]]) -> None:
-    if isinstance(tool, str) and tool not in SEARCH_TOOLS:
-        problems.append(
-            (
-                field,
-                f"unknown search tool {tool!r}{_did_you_mean(tool, SEARCH_TOOLS)}; use one of {', '.join(SEARCH_TOOLS)}",
-            )
-        )
-    elif not isinstance(tool, str) and not callable(tool):
-        problems.append((field, "must be a search tool name or a callable"))
-
-
 # --------------------------------------------------------------------------- from_overrides helpers
+# (those that read VerificationConfig's fields; the rest are in verify.config_overrides)
 
-#: karenina's ``from_overrides`` keywords that rename a field (others use the field name).
-OVERRIDE_ALIASES: dict[str, str] = {
-    "abstention": "abstention_enabled",
-    "sufficiency": "sufficiency_enabled",
-    "embedding_check": "embedding_check_enabled",
-    "embedding_threshold": "embedding_check_threshold",
-    "embedding_model": "embedding_check_model",
-    "async_execution": "async_enabled",
-    "async_workers": "async_max_workers",
-    "deep_judgment_rubric_excerpts": "deep_judgment_rubric_global_excerpts",
-    "deep_judgment_rubric_max_excerpts": "deep_judgment_rubric_max_excerpts_default",
-    "deep_judgment_rubric_fuzzy_threshold": "deep_judgment_rubric_fuzzy_match_threshold_default",
-    "deep_judgment_rubric_retry_attempts": "deep_judgment_rubric_excerpt_retry_attempts_default",
-    "deep_judgment_rubric_search": "deep_judgment_rubric_search_enabled",
-}
-_ROLE_KEYS = ("model", "provider", "id", "interface")
-_MODEL_OVERRIDES = frozenset(
-    {f"{role}_{key}" for role in ("answering", "parsing") for key in _ROLE_KEYS}
-    | {"temperature", "manual_traces"}
-)
 _VALID_OVERRIDES = frozenset(VerificationConfig.model_fields) | frozenset(OVERRIDE_ALIASES) | _MODEL_OVERRIDES
-
-
-def _did_you_mean(name: str, choices: Iterable[str]) -> str:
-    """``"; did you mean X?"`` naming the closest choices (all within a hair of the best), or ``""``."""
-    scored = sorted(((difflib.SequenceMatcher(None, name, c).ratio(), c) for c in set(choices)), reverse=True)
-    if not scored or scored[0][0] < 0.6:
-        return ""
-    close = [c for ratio, c in scored[:3] if ratio >= max(0.6, scored[0][0] - 0.05)]
-    return f"; did you mean {' or '.join(close)}?"
-
-
-def _model_dict(model: ModelConfig) -> dict[str, Any]:
-    data = model.model_dump()  # python mode keeps SecretStr values; manual_traces is excluded
-    if model.manual_traces is not None:
-        data["manual_traces"] = dict(model.manual_traces)
-    return data
 
 
 def _base_fields(base: VerificationConfig) -> dict[str, Any]:
@@ -839,258 +432,3 @@ def _base_fields(base: VerificationConfig) -> dict[str, Any]:
     for role in ("answering_models", "parsing_models"):
         data[role] = [_model_dict(m) for m in data[role]]
     return data
-
-
-def _apply_model_overrides(data: dict[str, Any], given: dict[str, Any], *, has_base: bool) -> None:
-    temperature = given.get("temperature")
-    traces = given.get("manual_traces")
-    for role in ("answering", "parsing"):
-        key = f"{role}_models"
-        ov = {k: given.get(f"{role}_{k}") for k in _ROLE_KEYS}
-        models = [_model_dict(m) if isinstance(m, ModelConfig) else dict(m) for m in data.get(key) or []]
-        if role == "answering" and (traces is not None or ov["interface"] == "manual"):
-            data[key] = [_manual_model(models, ov, traces)]
-            continue
-        if not models and not has_base and not (role == "answering" and data.get("parsing_only")):
-            models = [_fresh_model(role, ov["interface"])]
-        if ov["interface"] not in (None, "manual"):  # leaving manual: a manual model has nothing to keep
-            models = [
-                _fresh_model(role, ov["interface"]) if m.get("interface") == "manual" else m for m in models
-            ]
-        updates = {
-            field: value
-            for field, value in (
-                ("model_name", ov["model"]),
-                ("model_provider", ov["provider"]),
-                ("interface", ov["interface"]),
-                ("temperature", temperature),
-                ("id", ov["id"]),
-            )
-            if value is not None
-        }
-        if ov["id"] is not None and len(models) > 1:
-            raise ConfigError(
-                f"{role}_id={ov['id']!r} cannot name all {len(models)} {role} models (ids must be unique)",
-                hint=f"edit the ids in the preset's {key} instead",
-            )
-        data[key] = [{**m, **updates} for m in models]
-
-
-def _fresh_model(role: str, interface: str | None) -> dict[str, Any]:
-    iface = interface or "langchain"
-    fresh: dict[str, Any] = {"id": f"{role}-1", "interface": iface, "temperature": 0.1}
-    if iface == "langchain":
-        fresh |= {"model_name": "gpt-4.1-mini", "model_provider": "openai"}
-    elif iface == "simulated":
-        fresh |= {
-            "model_name": f"simulated-{'answerer' if role == 'answering' else 'judge'}",
-            "model_provider": "simulated",
-        }
-    return fresh
-
-
-def _manual_model(models: list[dict[str, Any]], ov: dict[str, Any], traces: Any) -> dict[str, Any]:
-    if ov["interface"] not in (None, "manual"):
-        raise ConfigError(
-            f"manual_traces only work with answering_interface='manual', not {ov['interface']!r}",
-            hint="drop --manual-traces or use --interface manual",
-        )
-    if ov["model"] is not None or ov["provider"] is not None:
-        raise ConfigError(
-            "answering_model/answering_provider have no effect with manual traces",
-            hint="drop them; manual traces replace the answering model",
-        )
-    if traces is None:
-        old = models[0] if len(models) == 1 and models[0].get("interface") == "manual" else {}
-        traces = old.get("manual_traces")
-        if traces is None:
-            raise ConfigError(
-                "answering_interface='manual' needs manual_traces",
-                hint="pass --manual-traces FILE (JSON: question id or MD5 of question text -> answer)",
-            )
-    return {
-        "interface": "manual",
-        "manual_traces": traces,
-        "id": ov["id"] or "manual",
-        "model_name": "manual",
-    }
-
-
-# --------------------------------------------------------------------------- dumps and messages
-
-
-def config_to_dict(config: VerificationConfig) -> dict[str, Any]:
-    """A JSON-safe dump of every field. API keys are masked as ``"**********"`` (never the key),
-    ``manual_traces``/``replay_store``/``skip_triples`` are left out, and a callable search tool
-    becomes ``"<callable name>"``. Secret-looking ``extra_kwargs`` entries (``api_key``, ``token``,
-    ...) are masked the same way."""
-    data = config.model_dump(mode="json", by_alias=True)
-    for role in ("answering_models", "parsing_models"):
-        for model in data.get(role) or []:
-            extra = model.get("extra_kwargs")
-            if isinstance(extra, dict):
-                model["extra_kwargs"] = {
-                    k: "**********" if _SECRET_KWARG.search(k) and v is not None else v for k, v in extra.items()
-                }
-    return data
-
-
-_SECRET_KWARG = re.compile(r"api_?key|secret|password|authorization|^(access_|auth_|bearer_)?token$", re.IGNORECASE)
-
-
-_DEFAULTS_OF_INERT: dict[str, Any] = {
-    name: VerificationConfig.model_fields[name].default
-    for name in VerificationConfig.model_fields
-    if name.startswith(("agentic_", "workspace_"))
-    or name
-    in {
-        "parsing_only",
-        "db_config",
-        "scenario_turn_limit",
-        "max_requeue_count",
-        "replay_parse_on_hydration_mismatch",
-    }
-}
-
-
-def config_warnings(config: VerificationConfig) -> list[str]:
-    """Valid but probably unintended settings, for the CLI to print (never raised)."""
-    notes: list[str] = []
-    if config.deep_judgment_rubric_mode != "disabled" and not config.rubric_enabled:
-        notes.append(
-            f"deep_judgment_rubric_mode={config.deep_judgment_rubric_mode!r} has no effect with "
-            "evaluation_mode='template_only'; use 'template_and_rubric' or 'rubric_only'"
-        )
-    if config.deep_judgment_rubric_search_enabled and config.deep_judgment_rubric_mode == "disabled":
-        notes.append(
-            "deep_judgment_rubric_search_enabled has no effect while deep_judgment_rubric_mode='disabled'"
-        )
-    if config.deep_judgment_rubric_config is not None and config.deep_judgment_rubric_mode != "custom":
-        notes.append("deep_judgment_rubric_config is only read in deep_judgment_rubric_mode='custom'")
-    inert = [name for name, default in _DEFAULTS_OF_INERT.items() if getattr(config, name) != default]
-    if inert:
-        notes.append(f"ignored by verify (karenina-only features): {', '.join(inert)}")
-    agent_fields = ("mcp_urls_dict", "agent_runtime", "agent_middleware")
-    for role in ("answering_models", "parsing_models"):
-        for model in getattr(config, role):
-            used = [f for f in agent_fields if getattr(model, f)]
-            if used:
-                notes.append(f"{role} {model.id!r}: {', '.join(used)} ignored (verify runs no agents)")
-    return notes
-
-
-_MODELS: dict[str, type[BaseModel]] = {
-    cls.__name__: cls
-    for cls in (
-        VerificationConfig,
-        ModelConfig,
-        RetryPolicy,
-        CategoryRetryConfig,
-        FewShotConfig,
-        PromptConfig,
-        DeepJudgmentTraitConfig,
-        DeepJudgmentRubricCustomConfig,
-    )
-}
-
-
-def format_validation_error(exc: ValidationError, source: str = "", *, prefix: str = "") -> str:
-    """One line per problem, ``[source: ]field.path: message``.
-
-    Unknown keys get ``unknown field; did you mean ...?``; the several member errors of one
-    union collapse into one line. ``prefix`` goes before every field path, e.g. ``"config."``
-    for the ``config`` object of a karenina preset file.
-    """
-    root = _MODELS.get(exc.title)
-    lines: dict[str, list[str]] = {}
-    got: dict[str, str] = {}
-    for err in exc.errors(include_url=False):
-        for path, message, value in _explain(err, root):
-            where = f"{prefix}{path}" if path else (prefix.rstrip(".") or "(top level)")
-            messages = lines.setdefault(where, [])
-            if message not in messages:
-                messages.append(message)
-            if value:
-                got[where] = value
-    head = f"{source}: " if source else ""
-    return "\n".join(
-        f"{head}{where}: {' or '.join(msgs)}" + (f" (got {got[where]})" if where in got else "")
-        for where, msgs in lines.items()
-    )
-
-
-def _explain(err: Any, root: type[BaseModel] | None) -> list[tuple[str, str, str]]:
-    """``(path, message, repr of the bad input or "")`` for one pydantic error."""
-    loc = tuple(err["loc"])
-    path, _ = _walk(root, loc)
-    kind = err["type"]
-    error = (err.get("ctx") or {}).get("error")
-    if kind == "value_error" and isinstance(error, ConfigProblems):
-        return [(_join(path, sub), msg, "") for sub, msg in error.problems]
-    if kind == "extra_forbidden":
-        key = str(loc[-1])
-        _, owner = _walk(root, loc[:-1])
-        names = _field_names(owner) if owner else []
-        return [(path, "unknown field" + _did_you_mean(key, names), "")]
-    if kind == "missing":
-        return [(path, "required field is missing", "")]
-    message = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    value = err.get("input")
-    shown = repr(value) if kind != "value_error" and isinstance(value, str | int | float | bool) else ""
-    return [(path, message, shown if len(shown) <= 60 else "")]
-
-
-def _join(path: str, sub: str) -> str:
-    if not sub:
-        return path
-    return f"{path}{sub}" if sub.startswith("[") or not path else f"{path}.{sub}"
-
-
-def _field_names(model: type[BaseModel]) -> list[str]:
-    names = []
-    for name, info in model.model_fields.items():
-        names.append(info.alias or name)
-    return names
-
-
-def _walk(root: type[BaseModel] | None, loc: tuple[Any, ...]) -> tuple[str, type[BaseModel] | None]:
-    """Render ``loc`` as ``a.b[0].c`` (dropping pydantic's union tags) and find the model it ends in."""
-    path = ""
-    tp: Any = root
-    for seg in loc:
-        tp, skip = _unwrap(tp, seg)
-        if skip:
-            continue
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            info = next((f for n, f in tp.model_fields.items() if seg in (n, f.alias)), None)
-            path = _join(path, str(seg))
-            tp = info.annotation if info else None
-        elif get_origin(tp) is list and isinstance(seg, int):
-            path += f"[{seg}]"
-            tp = get_args(tp)[0]
-        elif get_origin(tp) is dict:
-            path = _join(path, str(seg))
-            tp = get_args(tp)[1]
-        else:
-            path = _join(path, f"[{seg}]" if isinstance(seg, int) else str(seg))
-            tp = None
-    owner, _ = _unwrap(tp, None)
-    return path, owner if isinstance(owner, type) and issubclass(owner, BaseModel) else None
-
-
-def _unwrap(tp: Any, seg: Any) -> tuple[Any, bool]:
-    """Strip Annotated/Optional; at a union, follow pydantic's member tag ``seg`` (-> skip it)."""
-    while get_origin(tp) is Annotated:
-        tp = get_args(tp)[0]
-    if get_origin(tp) in (Union, types.UnionType):
-        members = [a for a in get_args(tp) if a is not type(None)]
-        for member in members:
-            name = getattr(member, "__name__", None)
-            if isinstance(seg, str) and (seg == name or seg.startswith(f"{name}[")):
-                return member, True
-        if isinstance(seg, str) and ("[" in seg or seg in {"str", "int", "float", "bool", "callable"}):
-            return None, True  # a tag of a non-model member
-        tp = members[0] if len(members) == 1 else None
-        while get_origin(tp) is Annotated:
-            tp = get_args(tp)[0]
-    return tp, False
