@@ -299,3 +299,18 @@ def test_save_preset_refuses_what_cannot_be_stored(tmp_path: Path) -> None:
     assert not (tmp_path / "m.json").exists() and not (tmp_path / "c.json").exists()
     with pytest.raises(PresetError, match="1 to 100"):
         save_preset(VerificationConfig.model_validate(minimal_config()), tmp_path / "n.json", " ")
+
+
+def test_nested_header_secrets_never_reach_presets_or_show_config(tmp_path) -> None:
+    from verify.config import ModelConfig, VerificationConfig, config_to_dict
+
+    judge = ModelConfig(
+        id="judge", model_provider="openai", model_name="gpt-4.1-mini",
+        extra_kwargs={"default_headers": {"Authorization": "Bearer sk-SECRETSECRET123", "X-Team": "eval"},
+                      "timeout_note": "uses key sk-proj-ABCDEFGHIJ"},
+    )
+    config = VerificationConfig(answering_models=[judge], parsing_models=[judge])
+    path = save_preset(config, tmp_path / "p.json", "p")
+    for text in (path.read_text(), json.dumps(config_to_dict(config)), repr(config)):
+        assert "SECRETSECRET123" not in text and "ABCDEFGHIJ" not in text
+    assert "eval" in path.read_text()  # harmless headers are kept

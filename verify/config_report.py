@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
-import re
 from typing import TYPE_CHECKING, Any
+
+from verify.secrets import mask_secrets
 
 if TYPE_CHECKING:
     from verify.config import VerificationConfig
@@ -25,13 +26,10 @@ def config_to_dict(config: VerificationConfig) -> dict[str, Any]:
         for model in data.get(role) or []:
             extra = model.get("extra_kwargs")
             if isinstance(extra, dict):
-                model["extra_kwargs"] = {
-                    k: "**********" if _SECRET_KWARG.search(k) and v is not None else v for k, v in extra.items()
-                }
+                model["extra_kwargs"] = mask_secrets(extra)  # nested headers too
     return data
 
 
-_SECRET_KWARG = re.compile(r"api_?key|secret|password|authorization|^(access_|auth_|bearer_)?token$", re.IGNORECASE)
 
 
 @functools.cache

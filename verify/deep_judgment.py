@@ -221,7 +221,7 @@ async def check_with_search(
     if len(failures) == len(excerpts):
         return HallucinationAssessment(
             overall_risk="not_assessed", per_excerpt_risks=[], assessed=False,
-            note=f"search failed: {type(failures[0]).__name__}: {failures[0]}"[:300],
+            note=redact(f"search failed: {type(failures[0]).__name__}: {failures[0]}", 300),
         )
     items = [
         (f"E{i}", e.text, _render_hits(hits))

@@ -165,7 +165,7 @@ class ModelConfig(BaseModel):
     )
     agent_runtime: dict[str, Any] | None = None
     extra_kwargs: dict[str, Any] | None = Field(
-        default=None, description="Passed through to the model constructor."
+        default=None, description="Passed through to the model constructor.", repr=False  # may hold headers/keys
     )
     manual_traces: dict[str, str] | None = Field(
         default=None,

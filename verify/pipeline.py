@@ -30,6 +30,7 @@ from verify.results import (
     TemplateSection,
     VerificationResult,
 )
+from verify.secrets import redact
 from verify.stages import Stage
 from verify.stages.answer import GenerateAnswer
 from verify.stages.auto_fail import DeepJudgmentAutoFail, DeepJudgmentRubricAutoFail
@@ -142,9 +143,9 @@ async def run_task(state: TaskState, deps: Deps, stages: Sequence[Stage]) -> Ver
         try:
             await stage.run(state, deps)
         except ModelError as exc:
-            state.errors.append(StageError(stage=stage.name, message=str(exc)[:500], category=exc.category))
+            state.errors.append(StageError(stage=stage.name, message=redact(str(exc)), category=exc.category))
         except Exception as exc:  # a bug or bad data in one task must not stop the run
             state.errors.append(
-                StageError(stage=stage.name, message=f"{type(exc).__name__}: {exc}"[:500])
+                StageError(stage=stage.name, message=redact(f"{type(exc).__name__}: {exc}"))
             )
     return finalize(state, deps, started)

@@ -22,13 +22,11 @@ from pydantic import ValidationError
 
 from verify.config import VerificationConfig, config_to_dict, format_validation_error
 from verify.errors import PresetError
+from verify.secrets import mask_secrets
 
 __all__ = ["default_presets_dirs", "list_presets", "load_preset", "save_preset"]
 
 _SECRET_FIELDS = ("endpoint_api_key", "anthropic_api_key")
-_SECRET_KEY = re.compile(
-    r"api_?key|secret|password|authorization|^(access_|auth_|bearer_)?token$", re.IGNORECASE
-)
 _ALWAYS_KEPT = ("id", "model_provider", "model_name", "temperature", "interface", "system_prompt")
 
 
@@ -141,7 +139,7 @@ def _sanitized_model(model: dict[str, Any]) -> dict[str, Any]:
         if key not in _SECRET_FIELDS and key != "manual_traces" and (key in _ALWAYS_KEPT or value is not None)
     }
     if isinstance(kept.get("extra_kwargs"), dict):
-        kept["extra_kwargs"] = {k: v for k, v in kept["extra_kwargs"].items() if not _SECRET_KEY.search(k)}
+        kept["extra_kwargs"] = mask_secrets(kept["extra_kwargs"], drop=True)  # nested headers too
     return kept
 
 

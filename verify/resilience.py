@@ -20,7 +20,6 @@ import asyncio
 import email.utils
 import logging
 import random
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from verify.errors import ModelError
 from verify.ports import ChatModel, ChatReply, ChatRequest
+from verify.secrets import redact
 
 if TYPE_CHECKING:
     from verify.config import RetryPolicy
@@ -176,27 +176,6 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     except (TypeError, ValueError, IndexError):
         return None
     return max(0.0, when.timestamp() - time.time())
-
-
-_SECRET_PATTERNS = (
-    re.compile(r"\b(sk|pk|rk|tvly|sk-ant|sk-or|sk-proj)-[A-Za-z0-9_\-*]{6,}"),
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._\-*]+"),
-    re.compile(
-        r"(?i)((?:api[_-]?key|x-api-key|authorization|token|secret)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"
-    ),
-)
-
-
-def _mask(match: re.Match[str]) -> str:
-    return (match.group(1) if match.lastindex else "") + "***"
-
-
-def redact(text: str, limit: int = 500) -> str:
-    """Remove anything that looks like a credential, and shorten."""
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub(_mask, text)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclass(frozen=True)
