@@ -92,7 +92,7 @@ def _usage(records: Sequence[CallRecord]) -> dict[str, StageUsage]:
 def finalize(state: TaskState, deps: Deps, started: float) -> VerificationResult:
     task = state.task
     tpl = state.template
-    if state.failure is None and tpl.template_verification_performed and tpl.verify_result is False:
+    if state.failure is None and tpl.section.template_verification_performed and tpl.section.verify_result is False:
         state.fail("content", "verify_template", tpl.verify_reason or "template verification failed", "content")
     if state.failure is None and state.errors:
         err = state.errors[-1]
@@ -122,11 +122,11 @@ def finalize(state: TaskState, deps: Deps, started: float) -> VerificationResult
         execution_time=round(time.perf_counter() - started, 4),
         timestamp=datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
     )
-    template = TemplateSection(
-        raw_llm_response=state.answer, answer_source=state.answer_source,  # type: ignore[arg-type]
-        usage_metadata=_usage(records), abstention_detected=state.abstention_detected,
-        **tpl.section_fields(),
-    )
+    # the stages assign to the section without validation: validate it once here, into a fresh copy
+    template = TemplateSection.model_validate({
+        **dict(tpl.section), "raw_llm_response": state.answer, "answer_source": state.answer_source,
+        "usage_metadata": _usage(records), "abstention_detected": state.abstention_detected,
+    })
     return VerificationResult(
         metadata=metadata, template=template, rubric=state.rubric, deep_judgment=tpl.deep_judgment,
         deep_judgment_rubric=state.deep_judgment_rubric,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from verify.recording import RecordingModel
 from verify.results import (
@@ -40,7 +40,12 @@ class Task:
 
 @dataclass
 class TemplateState:
-    """What the template stages found. Fields named like ``TemplateSection`` fields end up there."""
+    """What the template stages found: the result's ``template`` section as it fills in, and the
+    in-flight values that never reach the result.
+
+    ``section`` holds every result field the stages set; finalize adds ``raw_llm_response``,
+    ``answer_source``, ``abstention_detected`` and ``usage_metadata`` from the task state.
+    """
 
     compiled: CompiledTemplate | None = None
     validation_error: str | None = None
@@ -50,34 +55,7 @@ class TemplateState:
     verify_reason: str | None = None  # why verify_result is False (the content failure's reason)
     deep_judgment: DeepJudgmentSection | None = None
     caveats: list[str] = field(default_factory=list)
-    # -> TemplateSection
-    parsed_gt_response: dict[str, Any] | None = None
-    parsed_llm_response: dict[str, Any] | None = None
-    template_verification_performed: bool = False
-    verify_result: bool | None = None
-    verify_granular_result: float | None = None
-    field_verification_error: str | None = None
-    regex_validations_performed: bool = False
-    regex_validation_results: dict[str, bool] = field(default_factory=dict)
-    regex_validation_details: dict[str, dict[str, Any]] = field(default_factory=dict)
-    regex_overall_success: bool | None = None
-    regex_extraction_results: dict[str, Any] = field(default_factory=dict)
-    abstention_check_performed: bool = False
-    abstention_override_applied: bool = False
-    abstention_reasoning: str | None = None
-    sufficiency_check_performed: bool = False
-    sufficiency_detected: bool | None = None
-    sufficiency_override_applied: bool = False
-    sufficiency_reasoning: str | None = None
-    embedding_check_performed: bool = False
-    embedding_similarity_score: float | None = None
-    embedding_override_applied: bool = False
-    embedding_model_used: str | None = None
-
-    def section_fields(self) -> dict[str, Any]:
-        """The fields that belong in the result's ``template`` section."""
-        names = TemplateSection.model_fields
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name in names}
+    section: TemplateSection = field(default_factory=TemplateSection)
 
 
 @dataclass

@@ -45,7 +45,7 @@ class DeepJudgmentAutoFail:
         )
         log.warning("task %s auto-failed: %s", state.task.key, reason)
         state.warnings.append(reason)
-        state.template.verify_result = False
+        state.template.section.verify_result = False
         state.fail("deep_judgment", self.name, reason, "autofail")
 
 

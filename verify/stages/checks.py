@@ -44,19 +44,19 @@ class AbstentionCheck:
         return state.answer is not None
 
     async def run(self, state: TaskState, deps: Deps) -> None:
-        tpl = state.template
+        sec = state.template.section
         prompt = tp.abstention_prompt(state.task.question.text, state.answer or "")
         reply = await ask_structured(deps.judge, tp.messages(prompt), tp.AbstentionResult, purpose="abstention_check")
         if reply.value is None:
             state.warnings.append(f"abstention check not performed: judge reply unparseable: {reply.error}")
             return
-        tpl.abstention_check_performed = True
-        tpl.abstention_reasoning = reply.value.reasoning or None
+        sec.abstention_check_performed = True
+        sec.abstention_reasoning = reply.value.reasoning or None
         state.abstention_detected = reply.value.abstention_detected
         if reply.value.abstention_detected:
-            tpl.abstention_override_applied = True
+            sec.abstention_override_applied = True
             if template_mode(deps.config):
-                tpl.verify_result = False
+                sec.verify_result = False
             state.fail("abstention", self.name, reply.value.reasoning or "the answer abstains", "abstained")
 
 
@@ -71,8 +71,7 @@ class SufficiencyCheck:
         return state.answer is not None and state.template.compiled is not None and not state.abstention_detected
 
     async def run(self, state: TaskState, deps: Deps) -> None:
-        tpl = state.template
-        compiled = tpl.compiled
+        compiled, sec = state.template.compiled, state.template.section
         assert compiled is not None
         prompt = tp.sufficiency_prompt(state.task.question.text, state.answer or "", compiled.class_name,
                                        compiled.fields(), compiled.judge_schema())
@@ -80,12 +79,12 @@ class SufficiencyCheck:
         if reply.value is None:
             state.warnings.append(f"sufficiency check not performed: judge reply unparseable: {reply.error}")
             return
-        tpl.sufficiency_check_performed = True
-        tpl.sufficiency_detected = reply.value.sufficient  # True = sufficient (karenina's meaning)
-        tpl.sufficiency_reasoning = reply.value.reasoning or None
+        sec.sufficiency_check_performed = True
+        sec.sufficiency_detected = reply.value.sufficient  # True = sufficient (karenina's meaning)
+        sec.sufficiency_reasoning = reply.value.reasoning or None
         if not reply.value.sufficient:
-            tpl.sufficiency_override_applied = True
-            tpl.verify_result = False
+            sec.sufficiency_override_applied = True
+            sec.verify_result = False
             state.fail("sufficiency", self.name, reply.value.reasoning or "the answer cannot fill the template",
                        "abstained")
 
@@ -99,18 +98,19 @@ class EmbeddingCheck:
 
     def should_run(self, state: TaskState) -> bool:
         tpl = state.template
-        return tpl.field_verification_result is False and tpl.parsed_gt_response is not None
+        return tpl.field_verification_result is False and tpl.section.parsed_gt_response is not None
 
     async def run(self, state: TaskState, deps: Deps) -> None:
         tpl, config = state.template, deps.config
-        expected, parsed = tpl.parsed_gt_response, tpl.parsed_llm_response or {}
+        sec = tpl.section
+        expected, parsed = sec.parsed_gt_response, sec.parsed_llm_response or {}
         embedder = await asyncio.to_thread(get_embedder, config.embedding_check_model)
         texts = [json.dumps(expected, sort_keys=True, default=str), json.dumps(parsed, sort_keys=True, default=str)]
         vectors = await asyncio.to_thread(embedder.embed, texts)
         score = round(cosine(vectors[0], vectors[1]), 4)
-        tpl.embedding_check_performed = True
-        tpl.embedding_similarity_score = score
-        tpl.embedding_model_used = embedder.name
+        sec.embedding_check_performed = True
+        sec.embedding_similarity_score = score
+        sec.embedding_model_used = embedder.name
         if score < config.embedding_check_threshold:
             return
         prompt = tp.equivalence_prompt(state.task.question.text, expected, parsed)
@@ -120,10 +120,10 @@ class EmbeddingCheck:
             return
         if not reply.value.equivalent:
             return
-        tpl.embedding_override_applied = True
+        sec.embedding_override_applied = True
         tpl.field_verification_result = True
-        tpl.verify_result = tpl.regex_overall_success is not False
-        if tpl.verify_result:
+        sec.verify_result = sec.regex_overall_success is not False
+        if sec.verify_result:
             tpl.verify_reason = None
         note = (f"embedding_override: similarity {score:.2f} >= {config.embedding_check_threshold:.2f} and the "
                 f"judge confirmed equivalence ({reply.value.reasoning[:120]})")

@@ -64,7 +64,7 @@ class ValidateTemplate:
             # template_only has nothing left to do without a template: do not pay for an answer
             state.template.answer_needed = deps.config.evaluation_mode != "template_only"
             return
-        state.template.parsed_gt_response = state.template.compiled.ground_truth
+        state.template.section.parsed_gt_response = state.template.compiled.ground_truth
 
 
 def _dj_settings(config: VerificationConfig) -> DJSettings:
@@ -88,7 +88,7 @@ class ParseTemplate:
         tpl = state.template
         return (
             tpl.compiled is not None and state.answer is not None
-            and not state.abstention_detected and tpl.sufficiency_detected is not False
+            and not state.abstention_detected and tpl.section.sufficiency_detected is not False
         )
 
     async def run(self, state: TaskState, deps: Deps) -> None:
@@ -125,8 +125,8 @@ class ParseTemplate:
             self._fail(state, f"the template raised while building the answer: {type(exc).__name__}: {exc}", reply.raw_text)
             return
         tpl.instance = instance
-        tpl.parsed_llm_response = parsed_fields(instance)
-        tpl.parsed_gt_response = ground_truth_of(instance) or tpl.parsed_gt_response
+        tpl.section.parsed_llm_response = parsed_fields(instance)
+        tpl.section.parsed_gt_response = ground_truth_of(instance) or tpl.section.parsed_gt_response
         if tpl.deep_judgment is not None:
             tpl.deep_judgment.deep_judgment_stages_completed.append("parameters")
 
@@ -151,41 +151,42 @@ class VerifyTemplate:
 
     async def run(self, state: TaskState, deps: Deps) -> None:
         tpl = state.template
+        sec = tpl.section
         instance, compiled = tpl.instance, tpl.compiled
         assert instance is not None and compiled is not None
-        tpl.template_verification_performed = True
+        sec.template_verification_performed = True
         field_ok: bool | None
         try:
             verdict = instance.verify()
         except Exception as exc:
             field_ok = None
-            tpl.field_verification_error = f"{type(exc).__name__}: {exc}"[:500]
+            sec.field_verification_error = f"{type(exc).__name__}: {exc}"[:500]
         else:
             if not isinstance(verdict, bool):
                 state.warnings.append(f"verify() returned {type(verdict).__name__}, not bool; using its truth value")
             field_ok = bool(verdict)
         tpl.field_verification_result = field_ok
         regex = instance.verify_regex(state.answer or "")
-        tpl.regex_validations_performed = regex.performed
-        tpl.regex_validation_results, tpl.regex_validation_details = regex.results, regex.details
-        tpl.regex_extraction_results = regex.extractions
-        tpl.regex_overall_success = regex.success
+        sec.regex_validations_performed = regex.performed
+        sec.regex_validation_results, sec.regex_validation_details = regex.results, regex.details
+        sec.regex_extraction_results = regex.extractions
+        sec.regex_overall_success = regex.success
         if field_ok is None:
-            reason = f"the template's verify() raised {tpl.field_verification_error}"
+            reason = f"the template's verify() raised {sec.field_verification_error}"
             log.warning("task %s: %s", state.task.key, reason)
             state.fail("field_verification_error", self.name, reason, "system")
             return
-        tpl.verify_result = field_ok and regex.success
+        sec.verify_result = field_ok and regex.success
         if compiled.has_granular:
             try:
-                tpl.verify_granular_result = float(instance.verify_granular())  # type: ignore[attr-defined]
+                sec.verify_granular_result = float(instance.verify_granular())  # type: ignore[attr-defined]
             except Exception as exc:
                 state.warnings.append(f"verify_granular() raised {type(exc).__name__}: {exc}"[:300])
-        if not tpl.verify_result:
+        if not sec.verify_result:
             problems = []
             if not field_ok:
-                problems.append(f"verify() returned False (parsed {_short(tpl.parsed_llm_response)}; "
-                                f"expected {_short(tpl.parsed_gt_response)})")
+                problems.append(f"verify() returned False (parsed {_short(sec.parsed_llm_response)}; "
+                                f"expected {_short(sec.parsed_gt_response)})")
             if not regex.success:
                 failed = [n for n, ok in regex.results.items() if not ok]
                 problems.append(f"regex check(s) failed: {', '.join(failed)}")
