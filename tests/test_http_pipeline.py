@@ -68,3 +68,20 @@ def test_transient_errors_are_retried_with_backoff(status: int) -> None:
         statuses = [r["status"] for r in server.requests if r["path"].endswith("/chat/completions")]
     assert statuses[:2] == [status, status] and 200 in statuses
     assert outcome.summary.passed == 1 and outcome.results[0].metadata.errors == []
+
+
+def test_the_runner_closes_the_http_clients_it_opened(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verify.adapters.langchain import LangChainModel
+
+    closed: list[int] = []
+    original = LangChainModel.aclose
+
+    async def recording_aclose(self: LangChainModel) -> None:
+        closed.append(len(self._http_clients))
+        await original(self)
+
+    monkeypatch.setattr(LangChainModel, "aclose", recording_aclose)
+    with start_server() as server:
+        run_verification(load_benchmark(DEMO), http_config(server.url, deep_judgment_rubric_mode="disabled"),
+                         answers=ANSWERS, question_ids=["demo-capital"])
+    assert closed and closed[0] >= 1

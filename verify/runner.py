@@ -136,6 +136,7 @@ class _Models:
     def __init__(self, config: VerificationConfig, options: RunOptions) -> None:
         self.config, self.options = config, options
         self.built: dict[str, ChatModel] = {}
+        self.owned: set[str] = set()
         self.cache = None
         if options.cache_dir is not None:
             from verify.cache import ResponseCache
@@ -149,7 +150,16 @@ class _Models:
         limit = config.max_concurrent_requests
         self.limiter = asyncio.Semaphore(limit) if limit else None
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        for key, built in self.built.items():
+            if key not in self.owned:
+                continue  # a model_factory's models belong to the caller
+            layer: Any = built
+            while layer is not None:  # walk the wrapper chain down to the adapter
+                closer = getattr(layer, "aclose", None)
+                if closer is not None:
+                    await closer()
+                layer = getattr(layer, "inner", None)
         if self.cache is not None:
             self.cache.close()
 
@@ -163,6 +173,7 @@ class _Models:
             else:
                 from verify.models import build_model
 
+                self.owned.add(key)
                 self.built[key] = build_model(
                     model, cache=self.cache, limiter=self.limiter, policy=self.config.retry_policy,
                     request_timeout=self.config.request_timeout,
@@ -262,7 +273,7 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
             bar.stop()
         if writer:
             writer.close()
-        models.close()
+        await models.close()
     if progress_file is not None and options.output is not None:
         summary = Summary(prices=options.prices)
         for r in latest_results(progress_file):

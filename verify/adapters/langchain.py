@@ -141,7 +141,7 @@ def _new_openai_async_client() -> Any:
     return openai.DefaultAsyncHttpxClient()
 
 
-def _own_anthropic_client(llm: Any) -> None:
+def _own_anthropic_client(llm: Any) -> Any:
     """Give a ChatAnthropic its own async client instead of the process-wide cached one."""
     try:
         import anthropic
@@ -149,8 +149,10 @@ def _own_anthropic_client(llm: Any) -> None:
         params = dict(llm._client_params)
         http = anthropic.DefaultAsyncHttpxClient(base_url=params["base_url"])
         llm.__dict__["_async_client"] = anthropic.AsyncClient(**params, http_client=http)
+        return http
     except Exception as exc:  # noqa: BLE001 - the shared client still works within one event loop
         log.debug("could not give ChatAnthropic its own HTTP client: %s", exc)
+        return None
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
@@ -254,6 +256,7 @@ class LangChainModel:
         self.base_url = base_url
         self.native_disabled = False
         self._kwargs = kwargs
+        self._http_clients: list[Any] = []  # the async HTTP clients this adapter opened, closed by aclose()
         self._llm = self._init(model_name, provider, kwargs)  # built now: setup errors surface early
         self._llm_loop: asyncio.AbstractEventLoop | None = None
         self._loop_llms: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, BaseChatModel] = (
@@ -284,6 +287,7 @@ class LangChainModel:
         own_client = provider in ("openai", "azure_openai") and "http_async_client" not in kwargs
         if own_client:
             kwargs["http_async_client"] = _new_openai_async_client()
+            self._http_clients.append(kwargs["http_async_client"])
         try:
             llm = init_chat_model(model_name, model_provider=provider, **kwargs)
         except ImportError as exc:
@@ -308,8 +312,19 @@ class LangChainModel:
                 f"model {self.config.id!r}: cannot build the {provider} chat model: {redact(text, 300)}"
             ) from exc
         if provider == "anthropic":
-            _own_anthropic_client(llm)
+            http = _own_anthropic_client(llm)
+            if http is not None:
+                self._http_clients.append(http)
         return llm
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients this adapter opened (those of other, finished loops may fail)."""
+        clients, self._http_clients = self._http_clients, []
+        for client in clients:
+            try:
+                await client.aclose()
+            except Exception as exc:  # noqa: BLE001 - a client of a closed loop is gone anyway
+                log.debug("closing an HTTP client failed: %s", exc)
 
     def _llm_for_loop(self) -> BaseChatModel:
         """The chat model for the running event loop.
