@@ -66,6 +66,24 @@ def test_verify_that_raises_is_recorded_on_its_task_only() -> None:
     assert "KeyError" in failure.reason
 
 
+def test_a_verify_that_never_ends_times_out_on_its_task_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import verify.code_timeout
+
+    monkeypatch.setattr(verify.code_timeout, "TEMPLATE_CODE_TIMEOUT_S", 0.2)
+    slow = CAPITAL.replace('return self.capital.strip().lower() == self.correct["capital"].lower()',
+                           "n = 0\n        for i in range(30000000):\n            n += i\n        return n < 0")
+    assert slow != CAPITAL
+    benchmark = bench(
+        Question(id="ok", text="What is the capital of France?", raw_answer="Paris", template_code=CAPITAL, finished=True),
+        Question(id="slow", text="What is the capital of France?", raw_answer="Paris", template_code=slow, finished=True),
+    )
+    results = run(benchmark, {"ok": "Paris.", "slow": "Paris."}, sim_config("template_only"))
+    assert results["ok"].passed
+    r = results["slow"]
+    assert r.template is not None and "did not finish within 0.2 s" in (r.template.field_verification_error or "")
+    assert category(r) == "field_verification_error"
+
+
 # -- abstention -----------------------------------------------------------------------------------------
 
 

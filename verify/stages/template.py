@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from verify import template_prompts as tp
+from verify.code_timeout import CodeTimeout, run_code
 from verify.results import StageError
 from verify.structured import ask_structured
 from verify.template_dj import DJInput, DJSettings, judge_template
@@ -55,9 +56,11 @@ class ValidateTemplate:
     async def run(self, state: TaskState, deps: Deps) -> None:
         question = state.task.question
         try:
-            state.template.compiled = compile_template(question.template_code, question.id)
-        except TemplateError as exc:
-            message = str(exc)
+            state.template.compiled = await run_code(
+                compile_template, question.template_code, question.id, what="compiling the template"
+            )
+        except (TemplateError, CodeTimeout) as exc:
+            message = str(exc) if isinstance(exc, TemplateError) else f"question {question.id!r}: {exc}"
             state.template.validation_error = message
             state.errors.append(StageError(stage=self.name, message=message[:500], category="template_validation"))
             state.fail("template_validation", self.name, message, "system")
@@ -114,7 +117,7 @@ class ParseTemplate:
             return
         values: dict[str, Any] = reply.value.model_dump()
         try:
-            instance = compiled.build(values)
+            instance = await run_code(compiled.build, values, what="the template's model_post_init")
         except ValidationError as exc:
             nulls = [k for k, v in values.items() if v is None and compiled.answer_cls.model_fields[k].is_required()]
             why = (f"the judge left required field(s) null: {', '.join(nulls)}" if nulls
@@ -157,7 +160,7 @@ class VerifyTemplate:
         sec.template_verification_performed = True
         field_ok: bool | None
         try:
-            verdict = instance.verify()
+            verdict = await run_code(instance.verify, what="the template's verify()")
         except Exception as exc:
             field_ok = None
             sec.field_verification_error = f"{type(exc).__name__}: {exc}"[:500]
@@ -179,7 +182,8 @@ class VerifyTemplate:
         sec.verify_result = field_ok and regex.success
         if compiled.has_granular:
             try:
-                sec.verify_granular_result = float(instance.verify_granular())  # type: ignore[attr-defined]
+                granular = await run_code(instance.verify_granular, what="verify_granular()")  # type: ignore[attr-defined]
+                sec.verify_granular_result = float(granular)
             except Exception as exc:
                 state.warnings.append(f"verify_granular() raised {type(exc).__name__}: {exc}"[:300])
         if not sec.verify_result:
