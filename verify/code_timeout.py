@@ -9,6 +9,7 @@ the task records a timeout.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -35,10 +36,9 @@ async def run_code(fn: Callable[..., T], *args: Any, timeout: float | None = Non
             future.set_result(result)  # type: ignore[arg-type]
 
     def deliver(result: T | None, error: BaseException | None) -> None:
-        try:
+        # RuntimeError: the run (and its event loop) ended while this code was still going
+        with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(settle, result, error)
-        except RuntimeError:
-            pass  # the run (and its event loop) ended while this code was still going
 
     def target() -> None:
         try:
