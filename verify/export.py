@@ -48,6 +48,12 @@ class Summary:
     model_calls: int = 0
     cached_calls: int = 0
     tokens: int = 0
+    dj_traits: int = 0
+    dj_excerpts: int = 0
+    dj_rejected: int = 0
+    dj_retries: int = 0
+    dj_without_evidence: int = 0
+    dj_high_risk: int = 0
     prices: dict[str, dict[str, float]] | None = None
     cost_usd: float = 0.0
     unpriced_models: set[str] = field(default_factory=set)
@@ -87,6 +93,15 @@ class Summary:
                     live = (u.calls - u.cached_calls) / u.calls
                     model = meta.answering.model_name if stage == "answer_generation" else meta.parsing.model_name
                     self.cost_usd += live * self._cost(model, u.input_tokens, u.output_tokens)
+        dj = result.deep_judgment_rubric
+        if dj is not None:
+            self.dj_traits += dj.total_traits_evaluated
+            self.dj_excerpts += sum(len(v) for v in dj.extracted_rubric_excerpts.values())
+            self.dj_rejected += sum(len(m.rejected_excerpts) for m in dj.trait_metadata.values())
+            self.dj_retries += dj.total_excerpt_retries
+            self.dj_without_evidence += len(dj.traits_without_valid_excerpts)
+            risks = dj.rubric_hallucination_risk_assessment or {}
+            self.dj_high_risk += sum(1 for r in risks.values() if r.overall_risk in ("medium", "high"))
         if result.rubric:
             for name, outcome in result.rubric.trait_status.items():
                 tally = self.by_trait[name]

@@ -77,6 +77,12 @@ def render_summary(outcome: RunOutcome) -> None:
     if s.prices is not None:
         unpriced = f" (no price for: {', '.join(sorted(s.unpriced_models))})" if s.unpriced_models else ""
         console.print(f"estimated cost: ${s.cost_usd:.4f}{unpriced}")
+    if s.dj_traits:
+        console.print(
+            f"deep judgment: {s.dj_traits} trait evaluations, {s.dj_excerpts} excerpts validated, "
+            f"{s.dj_rejected} rejected, {s.dj_retries} retries, {s.dj_without_evidence} without valid evidence, "
+            f"{s.dj_high_risk} with medium/high hallucination risk"
+        )
     if s.failure_categories:
         console.print("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(s.failure_categories.items())))
     models = Table(title="by model (answering / judge)")
