@@ -673,3 +673,12 @@ def test_readme_flags_exist() -> None:
     named = {flag for flag in re.findall(r"--[a-z][a-z-]*[a-z]", usage) if flag != "--no"}  # "--no-..." = negation
     assert named, "no flags found in the README"
     assert sorted(named - options) == []
+
+
+def test_missing_api_key_fails_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    out = tmp_path / "o.json"
+    result = runner.invoke(app, [str(DEMO), "--preset", "openai", "--no-cache", "--output", str(out)])
+    assert result.exit_code == 1
+    assert "OPENAI_API_KEY" in result.output and "hint:" in result.output
+    assert not out.exists() and not Path(str(out) + ".progress.jsonl").exists()

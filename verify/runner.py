@@ -210,6 +210,8 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
         check_output(options.output)
     stages = plan(config)
     models = _Models(config, options)
+    for model in [*config.answering_models, *config.parsing_models]:
+        models.get(model)  # a missing provider package or API key fails here, before any paid call
     search = options.search
     if search is None and needs_search(benchmark, config, questions):
         search = search_port(config.deep_judgment_rubric_search_tool, models.cache)
