@@ -212,3 +212,14 @@ async def test_a_reply_that_never_parsed_is_not_replayed_from_the_cache(tmp_path
     assert second.value is not None and good.calls == 1
     third = await ask_structured(CachedModel(good, cache), messages, Verdict, purpose="t")
     assert third.value is not None and good.calls == 1  # successes stay cached
+
+
+def test_delete_only_removes_the_value_the_caller_saw(tmp_path) -> None:
+    from verify.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put("k", {"text": "good"})
+    cache.delete("k", {"text": "bad"})  # another call's unusable reply, already replaced
+    assert cache.get("k") == {"text": "good"}
+    cache.delete("k", {"text": "good"})
+    assert cache.get("k") is None

@@ -306,11 +306,17 @@ def test_nested_header_secrets_never_reach_presets_or_show_config(tmp_path) -> N
 
     judge = ModelConfig(
         id="judge", model_provider="openai", model_name="gpt-4.1-mini",
-        extra_kwargs={"default_headers": {"Authorization": "Bearer sk-SECRETSECRET123", "X-Team": "eval"},
-                      "timeout_note": "uses key sk-proj-ABCDEFGHIJ"},
+        extra_kwargs={
+            "default_headers": {"Authorization": "Bearer sk-SECRETSECRET123", "X-Team": "eval"},
+            "header_pairs": [["X-Api-Key", "abcd1234efgh"], ["X-Trace", "on"]],
+            "timeout_note": "uses key sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ012345",
+            "model_kwargs": {"user": "pk-research-team-01", "secret_mode": True},
+        },
     )
     config = VerificationConfig(answering_models=[judge], parsing_models=[judge])
     path = save_preset(config, tmp_path / "p.json", "p")
     for text in (path.read_text(), json.dumps(config_to_dict(config)), repr(config)):
-        assert "SECRETSECRET123" not in text and "ABCDEFGHIJ" not in text
-    assert "eval" in path.read_text()  # harmless headers are kept
+        assert "SECRETSECRET123" not in text and "ABCDEFGHIJKLMNOP" not in text and "abcd1234efgh" not in text
+    saved = path.read_text()
+    assert "eval" in saved and "X-Trace" in saved  # harmless headers are kept
+    assert "pk-research-team-01" in saved and '"secret_mode": true' in saved  # names and flags are not secrets

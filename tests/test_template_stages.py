@@ -84,6 +84,46 @@ def test_a_verify_that_never_ends_times_out_on_its_task_only(monkeypatch: pytest
     assert category(r) == "field_verification_error"
 
 
+async def test_run_code_reports_the_codes_own_errors_not_a_timeout() -> None:
+    from verify.code_timeout import CodeTimeout, run_code
+
+    def own_timeout() -> None:
+        raise TimeoutError("slow service")
+
+    def escape() -> None:
+        raise SystemExit(3)
+
+    with pytest.raises(RuntimeError, match="TimeoutError: slow service"):
+        await run_code(own_timeout, timeout=2)
+    with pytest.raises(RuntimeError, match="template code raised SystemExit"):
+        await run_code(escape, timeout=2)
+    with pytest.raises(CodeTimeout):
+        await run_code(__import__("time").sleep, 0.5, timeout=0.05)
+    assert await run_code(sum, [1, 2], timeout=2) == 3
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    ("return next(x for x in [1] if x > 5)", "StopIteration"),
+    ('raise type("Escape", (KeyboardInterrupt,), {})("x")', "NameError"),
+])
+def test_unusual_exceptions_in_verify_stay_on_their_task(body: str, needle: str) -> None:
+    import time
+
+    odd = CAPITAL.replace('return self.capital.strip().lower() == self.correct["capital"].lower()', body)
+    benchmark = bench(
+        Question(id="ok", text="What is the capital of France?", raw_answer="Paris", template_code=CAPITAL, finished=True),
+        Question(id="odd", text="What is the capital of France?", raw_answer="Paris", template_code=odd, finished=True),
+    )
+    started = time.perf_counter()
+    results = run(benchmark, {"ok": "Paris.", "odd": "Paris."}, sim_config("template_only"))
+    assert time.perf_counter() - started < 5  # not mistaken for a 10 s timeout
+    assert results["ok"].passed and not results["odd"].passed
+    r = results["odd"]
+    text = (r.template.field_verification_error if r.template else None) or (r.metadata.failure.reason if r.metadata.failure else "")
+    assert needle in (text or "")
+    assert "did not finish" not in (text or "")
+
+
 # -- abstention -----------------------------------------------------------------------------------------
 
 

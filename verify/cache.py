@@ -116,10 +116,12 @@ class ResponseCache:
         except sqlite3.Error as exc:
             log.warning("response cache write failed (reply not cached): %s", exc)
 
-    def delete(self, key: str) -> None:
+    def delete(self, key: str, value: dict[str, Any]) -> None:
+        """Delete ``key`` only while it still holds ``value`` (another call may have replaced it)."""
+        blob = json.dumps(value, ensure_ascii=False, sort_keys=True)
         try:
             with self._lock:
-                self._conn.execute("DELETE FROM replies WHERE key = ?", (key,))
+                self._conn.execute("DELETE FROM replies WHERE key = ? AND value = ?", (key, blob))
         except sqlite3.Error as exc:
             log.warning("response cache delete failed: %s", exc)
 
@@ -166,12 +168,13 @@ class CachedModel:
             reply = _reply_from_record(stored, self.model_id)
             if reply is not None:
                 self.hits += 1
-                return replace(reply, forget=lambda: self.cache.delete(key))
+                return replace(reply, forget=lambda: self.cache.delete(key, stored))
         self.misses += 1
         reply = await self.inner.complete(request)
         if _cacheable(reply):
-            self.cache.put(key, _record(reply))
-            return replace(reply, forget=lambda: self.cache.delete(key))
+            record = _record(reply)
+            self.cache.put(key, record)
+            return replace(reply, forget=lambda: self.cache.delete(key, record))
         return reply
 
 

@@ -250,10 +250,16 @@ def _main(flags: dict[str, Any]) -> int:
     from verify.report import render_summary
 
     render_summary(outcome)
+    if outcome.summary.errors:
+        typer.secho(
+            f"{outcome.summary.errors} task(s) ended with execution errors (see metadata.errors); "
+            "rerun with --resume to retry rate-limited or timed-out tasks", err=True, fg="yellow",
+        )
+        return 3
     if flags["fail_under"] is not None and outcome.summary.pass_rate < flags["fail_under"]:
         typer.secho(f"pass rate {outcome.summary.pass_rate:.3f} is below --fail-under {flags['fail_under']}", err=True, fg="red")
         return 4
-    return 3 if outcome.summary.errors else 0
+    return 0
 
 
 def main() -> None:

@@ -43,8 +43,13 @@ async def run_code(fn: Callable[..., T], *args: Any, timeout: float | None = Non
     def target() -> None:
         try:
             value = fn(*args)
-        except BaseException as exc:  # noqa: BLE001 - handed back to the awaiting task
+        except Exception as exc:
+            # StopIteration cannot be set on a future; TimeoutError would read as our own timeout
+            if isinstance(exc, StopIteration | TimeoutError):
+                exc = RuntimeError(f"{type(exc).__name__}: {exc}")
             deliver(None, exc)
+        except BaseException as exc:  # noqa: BLE001 - template code must not stop the run
+            deliver(None, RuntimeError(f"template code raised {type(exc).__name__}: {exc}"))
         else:
             deliver(value, None)
 

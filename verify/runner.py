@@ -23,6 +23,7 @@ from verify.pipeline import plan, run_task
 from verify.ports import ChatModel, Search
 from verify.recording import RecordingModel
 from verify.results import VerificationResult
+from verify.stages import Stage
 from verify.state import AnswerMemo, Deps, Task, TaskState
 from verify.store import ResultWriter, done_keys, latest_results, progress_path
 
@@ -210,8 +211,18 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
         check_output(options.output)
     stages = plan(config)
     models = _Models(config, options)
-    for model in [*config.answering_models, *config.parsing_models]:
-        models.get(model)  # a missing provider package or API key fails here, before any paid call
+    try:
+        for model in [*config.answering_models, *config.parsing_models]:
+            models.get(model)  # a missing provider package or API key fails here, before any paid call
+        return await _run(benchmark, config, options, questions, stages, models)
+    finally:
+        await models.close()
+
+
+async def _run(
+    benchmark: Benchmark, config: VerificationConfig, options: RunOptions, questions: list[Question],
+    stages: list[Stage], models: _Models,
+) -> RunOutcome:
     search = options.search
     if search is None and needs_search(benchmark, config, questions):
         search = search_port(config.deep_judgment_rubric_search_tool, models.cache)
@@ -266,16 +277,21 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
                 bar.advance(result)
 
     workers = max(1, config.async_max_workers if config.async_enabled else 1)
+    running = [asyncio.create_task(worker()) for _ in range(workers)]
     try:
         if bar:
             bar.start()
-        await asyncio.gather(*(worker() for _ in range(workers)))
+        await asyncio.gather(*running)
+    except BaseException:
+        for task in running:  # one worker failed for good: stop the others before cleaning up
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        raise
     finally:
         if bar:
             bar.stop()
         if writer:
             writer.close()
-        await models.close()
     if progress_file is not None and options.output is not None:
         summary = Summary(prices=options.prices)
         for r in latest_results(progress_file):

@@ -41,14 +41,20 @@ def read_lines(path: Path) -> Iterator[dict[str, object]]:
 
 
 def done_keys(path: Path) -> set[str]:
-    """Task keys whose latest result is final (not a transient failure)."""
+    """Task keys whose latest result is final: no transient failure and no transient stage error.
+
+    A task can fail on content and *also* lose rubric traits to a rate limit; it still runs again.
+    """
     latest: dict[str, bool] = {}
     for data in read_lines(path):
         meta = data.get("metadata")
         if not isinstance(meta, dict):
             continue
         failure = meta.get("failure")
-        transient = isinstance(failure, dict) and failure.get("category") in TRANSIENT
+        errors = meta.get("errors") or []
+        transient = (isinstance(failure, dict) and failure.get("category") in TRANSIENT) or any(
+            isinstance(e, dict) and e.get("category") in TRANSIENT for e in errors
+        )
         latest[str(meta.get("task_key"))] = not transient
     return {key for key, final in latest.items() if final}
 

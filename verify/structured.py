@@ -251,11 +251,23 @@ async def ask_structured(
     """
     json_schema = json_schema_of(schema)
     conversation = list(messages)
+    forget: list[Callable[[], None]] = []
+    try:
+        return await _ask(model, conversation, json_schema, schema, purpose, trait, max_parse_retries, forget)
+    except BaseException:
+        for drop in forget:  # an outage mid-way: the earlier unusable replies must not be replayed either
+            drop()
+        raise
+
+
+async def _ask(
+    model: ChatModel, conversation: list[Message], json_schema: dict[str, Any], schema: type[T], purpose: str,
+    trait: str | None, max_parse_retries: int, forget: list[Callable[[], None]],
+) -> Structured[T]:
     usage = Usage()
     calls = 0
     raw_text = ""
     error: str | None = None
-    forget: list[Callable[[], None]] = []
     for _ in range(1 + max(0, max_parse_retries)):
         reply = await model.complete(
             ChatRequest(tuple(conversation), schema=json_schema, purpose=purpose, trait=trait)

@@ -61,7 +61,7 @@ _SAFE_BUILTIN_NAMES = (
     "abs all any ascii bin bool bytes callable chr classmethod complex dict divmod enumerate filter "
     "float format frozenset hash hex int isinstance issubclass iter len list map max min next object "
     "oct ord pow property range repr reversed round set slice sorted staticmethod str sum super tuple "
-    "type zip BaseException Exception ArithmeticError AssertionError AttributeError IndexError KeyError "
+    "type zip Exception ArithmeticError AssertionError AttributeError IndexError KeyError "
     "LookupError NameError NotImplementedError OverflowError RuntimeError StopIteration TypeError "
     "ValueError ZeroDivisionError NotImplemented Ellipsis __build_class__"
 ).split()

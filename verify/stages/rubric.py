@@ -21,6 +21,7 @@ from verify.ports import ChatModel, Message
 from verify.resilience import redact
 from verify.results import DeepJudgmentRubricSection, RubricSection, Score, StageError, TraitOutcome
 from verify.rubric import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait
+from verify.store import TRANSIENT as TRANSIENT_CATEGORIES
 from verify.structured import ask_structured
 from verify.traits import confusion_metrics, eval_callable, eval_regex
 
@@ -224,7 +225,8 @@ class RubricEvaluation:
         # Traits lost to an outage make the task an execution error, so --resume runs it again.
         failed = {n: o.error_category for n, o in status.items() if o.error_category}
         if failed:
-            category = next(iter(failed.values()))
+            transient = [c for c in failed.values() if c in TRANSIENT_CATEGORIES]
+            category = transient[0] if transient else next(iter(failed.values()))
             names = ", ".join(f"{n} ({c})" for n, c in failed.items())
             state.errors.append(StageError(stage=self.name, message=f"traits left unscored: {names}", category=category))
 
