@@ -144,3 +144,21 @@ def test_price_table_gives_a_cost_from_live_tokens(tmp_path: Path) -> None:
     assert outcome.summary.cost_usd > 0
     assert abs(outcome.summary.cost_usd - (live_in * 1.0 + live_out * 2.0) / 1e6) < 1e-9
     assert outcome.summary.unpriced_models == set()
+
+
+def test_done_keys_reruns_tasks_with_any_transient_error(tmp_path: Path) -> None:
+    from verify.store import done_keys
+
+    def line(key: str, failure: dict | None, errors: list[dict]) -> str:
+        return json.dumps({"metadata": {"task_key": key, "failure": failure, "errors": errors}}) + "\n"
+
+    path = tmp_path / "p.jsonl"
+    content = {"category": "content", "stage": "verify_template", "reason": "no", "group": "content"}
+    path.write_text(
+        line("passed", None, [])
+        + line("content-only", content, [])
+        + line("content-and-outage", content, [{"stage": "rubric_evaluation", "message": "x", "category": "rate_limit"}])
+        + line("timed-out", {"category": "timeout", "stage": "s", "reason": "r", "group": "retry"}, [])
+        + '{"metadata": {"task_key": "torn"'  # a killed write
+    )
+    assert done_keys(path) == {"passed", "content-only"}
