@@ -46,8 +46,16 @@ class DeepJudgmentRubricCustomConfig(BaseModel):
 
     def resolve(self, question_id: str, trait_name: str) -> DeepJudgmentTraitConfig | None:
         """Question-specific settings, else global ones, else ``None`` (no deep judgment)."""
+        return self.lookup(question_id, trait_name)[0]
+
+    def lookup(self, question_id: str, trait_name: str) -> tuple[DeepJudgmentTraitConfig | None, str]:
+        """Like :meth:`resolve`, also naming where the settings came from (for ``--show-plan``)."""
         specific = self.question_specific.get(question_id, {}).get(trait_name)
-        return specific if specific is not None else self.global_traits.get(trait_name)
+        if specific is not None:
+            return specific, "custom:question_specific"
+        if trait_name in self.global_traits:
+            return self.global_traits[trait_name], "custom:global"
+        return None, "custom:none"
 
     def any_search(self) -> bool:
         configs = [

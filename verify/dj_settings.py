@@ -76,13 +76,7 @@ def resolve_trait(config: VerificationConfig, question_id: str, trait: LLMTrait)
         )
     if mode == "custom":
         custom = config.deep_judgment_rubric_config
-        entry, source = None, "custom:none"
-        if custom is not None:
-            per_question = custom.question_specific.get(question_id, {})
-            if trait.name in per_question:
-                entry, source = per_question[trait.name], "custom:question_specific"
-            elif trait.name in custom.global_traits:
-                entry, source = custom.global_traits[trait.name], "custom:global"
+        entry, source = custom.lookup(question_id, trait.name) if custom is not None else (None, "custom:none")
         if entry is None or not entry.enabled:
             return TraitDJSettings(enabled=False, source=source)
         return TraitDJSettings(
