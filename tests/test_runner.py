@@ -162,3 +162,11 @@ def test_done_keys_reruns_tasks_with_any_transient_error(tmp_path: Path) -> None
         + '{"metadata": {"task_key": "torn"'  # a killed write
     )
     assert done_keys(path) == {"passed", "content-only"}
+
+
+def test_rubric_trait_names_limits_the_traits_evaluated() -> None:
+    answers = json.loads(ANSWERS.read_text())
+    config = demo_config(rubric_trait_names=["clarity", "has_number"], deep_judgment_rubric_mode="disabled")
+    outcome = run_verification(load_benchmark(DEMO), config, answers=answers)
+    for r in outcome.results:
+        assert r.rubric is not None and set(r.rubric.trait_status) == {"clarity", "has_number"}

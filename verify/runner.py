@@ -23,6 +23,7 @@ from verify.pipeline import plan, run_task
 from verify.ports import ChatModel, Search
 from verify.recording import RecordingModel
 from verify.results import VerificationResult
+from verify.rubric import Rubric
 from verify.stages import Stage
 from verify.state import AnswerMemo, Deps, Task, TaskState
 from verify.store import ResultWriter, done_keys, latest_results, progress_path
@@ -95,6 +96,10 @@ def build_tasks(benchmark: Benchmark, config: VerificationConfig, questions: Seq
             rubric, provenance = benchmark.rubric_for(question)
         except ValueError as exc:
             raise ConfigError(f"question {question.id!r}: {exc}") from None
+        if config.rubric_trait_names is not None:  # honoured (inert in karenina's batch path)
+            wanted = set(config.rubric_trait_names)
+            rubric = Rubric(traits=[t for t in rubric.traits if t.name in wanted])
+            provenance = {k: v for k, v in provenance.items() if k in wanted}
         for answering in config.answering_models:
             for parsing in config.parsing_models:
                 for rep in replicates:
