@@ -36,8 +36,8 @@ if __package__ in (None, ""):
 import benchgen as gen  # noqa: E402
 from benchgen import Counted, generated_benchmark, make_config, server_process, simulated  # noqa: E402
 
-from verify.results import VerificationResult  # noqa: E402
-from verify.runner import run_verification  # noqa: E402
+from verify.results.models import VerificationResult  # noqa: E402
+from verify.run.runner import run_verification  # noqa: E402
 
 SECTIONS = ("efficiency", "calls", "overhead", "rss", "rerun", "excerpt", "dj_task")
 
@@ -375,7 +375,7 @@ def section_rss(s: Settings, report: Report) -> None:
 
 
 def section_rerun(s: Settings, report: Report) -> None:
-    from verify.simulated.server import start_server
+    from verify.llm.simulated.server import start_server
 
     say(
         f"rerun: {s.rerun_questions} deep-judgment+search tasks twice with the cache on, over HTTP "
@@ -400,7 +400,7 @@ def section_rerun(s: Settings, report: Report) -> None:
 def section_excerpt(s: Settings, report: Report) -> None:
     import bench_match
 
-    say("excerpt matching: verify.fuzzy.match_excerpt vs difflib (benchmarks/bench_match.py)")
+    say("excerpt matching: verify.judging.excerpts.match.match_excerpt vs difflib (benchmarks/bench_match.py)")
     figures = bench_match.run(quick=s.quick)
     report.add(
         "excerpt_match_speedup",

@@ -1,4 +1,4 @@
-"""Benchmark excerpt validation: ``verify.fuzzy.match_excerpt`` vs a difflib longest-match validator.
+"""Benchmark excerpt validation: ``verify.judging.excerpts.match.match_excerpt`` vs a difflib longest-match validator.
 
 The baseline re-implements the reference system's approach: whitespace-normalised, case-sensitive
 ``SequenceMatcher(None, excerpt, text).find_longest_match(...)`` with the default ``autojunk=True``;
@@ -31,7 +31,7 @@ _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:  # run as a script from anywhere: make the ``verify`` package importable
     sys.path.insert(0, _ROOT)
 
-from verify.fuzzy import match_excerpt  # noqa: E402
+from verify.judging.excerpts.match import match_excerpt  # noqa: E402
 
 SIZES = {"2k": 2_000, "20k": 20_000, "100k": 100_000}
 THRESHOLD = 0.8

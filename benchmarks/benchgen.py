@@ -14,11 +14,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from verify.benchmark import Benchmark, Question
-from verify.config import ModelConfig, VerificationConfig
-from verify.models import CountingModel, build_model
-from verify.ports import ChatModel
-from verify.rubric import LLMTrait, RegexTrait, Rubric
+from verify.benchmark.jsonld import Benchmark, Question
+from verify.benchmark.traits import LLMTrait, RegexTrait, Rubric
+from verify.config.verification import ModelConfig, VerificationConfig
+from verify.llm.build import CountingModel, build_model
+from verify.llm.ports import ChatModel
 
 #: The generated rubric: five LLM traits of every scored kind (3 boolean, 1 score, 1 literal).
 TRAITS: tuple[LLMTrait, ...] = (
@@ -206,7 +206,7 @@ def server_process(latency_ms: float) -> Iterator[str]:
     """The simulated OpenAI-compatible server in its own process (as a real provider would be: its
     CPU time is not the client's); yields its base URL."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "verify.simulated", "serve", "--port", "0", "--latency-ms", str(latency_ms)],
+        [sys.executable, "-m", "verify.llm.simulated", "serve", "--port", "0", "--latency-ms", str(latency_ms)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

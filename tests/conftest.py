@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from fakes import simulated_judge
 
-from verify.benchmark import Benchmark, load_benchmark
-from verify.simulated.model import SimulatedModel
+from verify.benchmark.jsonld import Benchmark, load_benchmark
+from verify.llm.simulated.model import SimulatedModel
 
 DEMO = Path(__file__).resolve().parent.parent / "benchmarks" / "demo"
 

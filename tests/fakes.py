@@ -13,17 +13,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from verify.benchmark import Question
-from verify.config import ModelConfig, VerificationConfig
-from verify.pipeline import plan, run_task
-from verify.ports import ChatReply, ChatRequest, Search, Usage
-from verify.recording import RecordingModel
-from verify.results import VerificationResult
-from verify.rubric import Rubric
-from verify.simulated import brain
-from verify.simulated.model import SimulatedModel
+from verify.benchmark.jsonld import Question
+from verify.benchmark.traits import Rubric
+from verify.config.verification import ModelConfig, VerificationConfig
+from verify.llm.ports import ChatReply, ChatRequest, Search, Usage
+from verify.llm.recording import RecordingModel
+from verify.llm.simulated import brain
+from verify.llm.simulated.model import SimulatedModel
+from verify.results.models import VerificationResult
+from verify.run.pipeline import plan, run_task
+from verify.run.state import Deps, Task, TaskState
 from verify.stages.rubric import RubricEvaluation
-from verify.state import Deps, Task, TaskState
 
 Script = Callable[[ChatRequest], "str | ChatReply | BaseException"]
 

@@ -1,4 +1,4 @@
-"""Loading, saving and validating karenina checkpoints (verify.benchmark / verify.checkpoint)."""
+"""Loading, saving and validating karenina checkpoints (verify.benchmark.jsonld / verify.benchmark.ratings)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from verify.benchmark import (
+from verify.benchmark.jsonld import (
     Benchmark,
     Question,
     generate_question_id,
@@ -20,8 +20,8 @@ from verify.benchmark import (
     load_benchmark,
     save_benchmark,
 )
+from verify.benchmark.traits import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait, Rubric
 from verify.errors import BenchmarkError
-from verify.rubric import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait, Rubric
 
 FIXTURES = Path(__file__).parent / "fixtures"
 KARENINA = FIXTURES / "karenina"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from verify.cache import CachedModel, ResponseCache, cache_key
-from verify.ports import ChatReply, ChatRequest, Message, Usage
+from verify.llm.cache import CachedModel, ResponseCache, cache_key
+from verify.llm.ports import ChatReply, ChatRequest, Message, Usage
 
 
 @dataclass
@@ -137,7 +137,7 @@ def test_a_killed_writer_leaves_a_usable_cache(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
     script = (
         "import os, sys\n"
-        "from verify.cache import ResponseCache\n"
+        "from verify.llm.cache import ResponseCache\n"
         "cache = ResponseCache(sys.argv[1])\n"
         "for i in range(200):\n"
         "    cache.put(f'k{i}', {'text': 'x' * 1000})\n"
@@ -153,8 +153,8 @@ def test_a_killed_writer_leaves_a_usable_cache(tmp_path: Path) -> None:
 
 
 async def test_cached_search_serves_repeats_from_memory_and_disk(tmp_path) -> None:
-    from verify.cache import CachedSearch, ResponseCache
-    from verify.simulated.search import SimulatedSearch
+    from verify.llm.cache import CachedSearch, ResponseCache
+    from verify.llm.simulated.search import SimulatedSearch
 
     inner = SimulatedSearch()
     cache = ResponseCache(tmp_path / "c.sqlite")
@@ -170,9 +170,9 @@ async def test_cached_search_serves_repeats_from_memory_and_disk(tmp_path) -> No
 async def test_cached_search_does_not_cache_failures(tmp_path) -> None:
     import pytest
 
-    from verify.cache import CachedSearch
     from verify.errors import SearchError
-    from verify.simulated.search import SimulatedSearch
+    from verify.llm.cache import CachedSearch
+    from verify.llm.simulated.search import SimulatedSearch
 
     failing = CachedSearch(SimulatedSearch(fail=True), None, tool_id="x")
     for _ in range(2):
@@ -184,10 +184,10 @@ async def test_cached_search_does_not_cache_failures(tmp_path) -> None:
 async def test_a_reply_that_never_parsed_is_not_replayed_from_the_cache(tmp_path) -> None:
     from pydantic import BaseModel
 
-    from verify.cache import CachedModel, ResponseCache
-    from verify.models import CountingModel
-    from verify.ports import ChatReply, Message
-    from verify.structured import ask_structured
+    from verify.llm.build import CountingModel
+    from verify.llm.cache import CachedModel, ResponseCache
+    from verify.llm.ports import ChatReply, Message
+    from verify.llm.structured import ask_structured
 
     class Verdict(BaseModel):
         ok: bool
@@ -215,7 +215,7 @@ async def test_a_reply_that_never_parsed_is_not_replayed_from_the_cache(tmp_path
 
 
 def test_delete_only_removes_the_value_the_caller_saw(tmp_path) -> None:
-    from verify.cache import ResponseCache
+    from verify.llm.cache import ResponseCache
 
     cache = ResponseCache(tmp_path / "c.sqlite")
     cache.put("k", {"text": "good"})

@@ -23,16 +23,16 @@ import pytest
 import typer.main
 from typer.testing import CliRunner, Result
 
-from verify.benchmark import load_benchmark
+from verify.benchmark.jsonld import load_benchmark
+from verify.benchmark.traits import LLMTrait
 from verify.cli import app
 from verify.errors import UserError
-from verify.rubric import LLMTrait
-from verify.simulated.brain import Faults, fabricates
+from verify.llm.simulated.brain import Faults, fabricates
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
 ANSWERS = REPO / "benchmarks" / "demo" / "answers.json"
-DEMO_PRESET = REPO / "presets" / "demo.json"
+DEMO_PRESET = REPO / "verify" / "config" / "presets" / "demo.json"
 KARENINA = REPO / "tests" / "fixtures" / "karenina"
 SEED_003 = Path("/work/shared/seeds/003_068b2a71a34bb8bc.txt")
 STAGES = "stages: generate_answer -> rubric_evaluation -> deep_judgment_rubric_auto_fail -> finalize_result"

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-import verify.config as config_module
-from verify.config import (
+import verify.config.verification as config_module
+from verify.config.verification import (
     DEFAULT_ANSWERING_SYSTEM_PROMPT,
     DeepJudgmentRubricCustomConfig,
     DeepJudgmentTraitConfig,

@@ -18,17 +18,17 @@ from fakes import (
     simulated_judge,
 )
 
-from verify.adapters.tavily import make_search
-from verify.config import VerificationConfig
-from verify.deep_judgment import TraitContext, is_absence_criterion, judge_trait
-from verify.dj_settings import TraitDJSettings
+from verify.benchmark.traits import LLMTrait, RegexTrait
+from verify.config.dj_resolve import TraitDJSettings
+from verify.config.verification import VerificationConfig
 from verify.errors import ModelError
-from verify.ports import ChatRequest
-from verify.results import VerificationResult
-from verify.rubric import LLMTrait, RegexTrait
-from verify.runner import run_verification
-from verify.simulated import brain
-from verify.simulated.search import SimulatedSearch
+from verify.judging.deep_judgment import TraitContext, is_absence_criterion, judge_trait
+from verify.llm.adapters.tavily import make_search
+from verify.llm.ports import ChatRequest
+from verify.llm.simulated import brain
+from verify.llm.simulated.search import SimulatedSearch
+from verify.results.models import VerificationResult
+from verify.run.runner import run_verification
 
 BOILING_Q = "At what temperature does pure water boil at sea level?"
 BOILING = (
@@ -574,7 +574,7 @@ async def test_graded_presence_trait_above_minimum_without_quotes_is_ungrounded(
 
 
 async def test_literal_label_under_deep_judgment_matches_case_insensitively() -> None:
-    from verify.rubric import LLMTrait
+    from verify.benchmark.traits import LLMTrait
 
     tone = LLMTrait(name="tone", kind="literal", classes={"formal": "Formal", "casual": "Casual"},
                     description="Register of the answer")

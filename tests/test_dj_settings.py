@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from fakes import make_config
 
-from verify.config import VerificationConfig
-from verify.dj_settings import TraitDJSettings, resolve_rubric, resolve_trait
-from verify.rubric import LLMTrait
+from verify.benchmark.traits import LLMTrait
+from verify.config.dj_resolve import TraitDJSettings, resolve_rubric, resolve_trait
+from verify.config.verification import VerificationConfig
 
 
 def trait(name: str = "clarity", **fields: Any) -> LLMTrait:

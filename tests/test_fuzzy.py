@@ -1,4 +1,4 @@
-"""Tests for verify.fuzzy: excerpt validation for deep judgment."""
+"""Tests for verify.judging.excerpts.match: excerpt validation for deep judgment."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from verify.fuzzy import (
+from verify.judging.excerpts.match import (
     MAX_FUZZY_CHARS,
     MIN_FUZZY_CHARS,
     ExcerptMatch,

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from verify.benchmark import load_benchmark
-from verify.config import VerificationConfig
-from verify.runner import run_verification
-from verify.simulated.server import start_server
+from verify.benchmark.jsonld import load_benchmark
+from verify.config.verification import VerificationConfig
+from verify.llm.simulated.server import start_server
+from verify.run.runner import run_verification
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "benchmarks" / "demo" / "demo.jsonld"
@@ -71,7 +71,7 @@ def test_transient_errors_are_retried_with_backoff(status: int) -> None:
 
 
 def test_the_runner_closes_the_http_clients_it_opened(monkeypatch: pytest.MonkeyPatch) -> None:
-    from verify.adapters.langchain import LangChainModel
+    from verify.llm.adapters.langchain import LangChainModel
 
     closed: list[int] = []
     original = LangChainModel.aclose

@@ -15,16 +15,22 @@ import httpx2
 import pytest
 from pydantic import BaseModel, Field
 
-from verify.adapters.langchain import LangChainModel
-from verify.cache import CachedModel, ResponseCache
-from verify.config import CategoryRetryConfig, ModelConfig, RetryPolicy
+from verify.config.verification import CategoryRetryConfig, ModelConfig, RetryPolicy
 from verify.errors import ModelError, ModelSetupError
-from verify.models import CountingModel, build_model
-from verify.ports import ChatModel, ChatReply, ChatRequest, Message, Usage
-from verify.resilience import LimitedModel, RetryingModel, backoff_for, classify_error, retry_after_seconds
-from verify.simulated import brain
-from verify.simulated.server import SimulatedServer, start_server
-from verify.structured import ask_structured, ask_text
+from verify.llm.adapters.langchain import LangChainModel
+from verify.llm.build import CountingModel, build_model
+from verify.llm.cache import CachedModel, ResponseCache
+from verify.llm.ports import ChatModel, ChatReply, ChatRequest, Message, Usage
+from verify.llm.resilience import (
+    LimitedModel,
+    RetryingModel,
+    backoff_for,
+    classify_error,
+    retry_after_seconds,
+)
+from verify.llm.simulated import brain
+from verify.llm.simulated.server import SimulatedServer, start_server
+from verify.llm.structured import ask_structured, ask_text
 
 # -- fakes ---------------------------------------------------------------------------------------
 

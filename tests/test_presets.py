@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from verify.config import VerificationConfig
+from verify.config.preset import default_presets_dirs, list_presets, load_preset, save_preset
+from verify.config.verification import VerificationConfig
 from verify.errors import PresetError
-from verify.presets import default_presets_dirs, list_presets, load_preset, save_preset
 
 FIXTURES = Path(__file__).parent / "fixtures" / "karenina"
-SHIPPED = Path(__file__).parent.parent / "presets"
+SHIPPED = Path(__file__).parent.parent / "verify" / "config" / "presets"
 
 
 def write(path: Path, data: Any) -> Path:
@@ -302,7 +302,7 @@ def test_save_preset_refuses_what_cannot_be_stored(tmp_path: Path) -> None:
 
 
 def test_nested_header_secrets_never_reach_presets_or_show_config(tmp_path) -> None:
-    from verify.config import ModelConfig, VerificationConfig, config_to_dict
+    from verify.config.verification import ModelConfig, VerificationConfig, config_to_dict
 
     judge = ModelConfig(
         id="judge", model_provider="openai", model_name="gpt-4.1-mini",

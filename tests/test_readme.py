@@ -20,7 +20,7 @@ def test_python_example_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Cap
 
 
 def test_stage_table_lists_the_pipeline_in_order() -> None:
-    from verify.pipeline import FINALIZE, STAGES
+    from verify.run.pipeline import FINALIZE, STAGES
 
     table = re.search(r"\| stage \| what it does \|\n\|---\|---\|\n(.*?)\n\n", README, re.S)
     assert table is not None

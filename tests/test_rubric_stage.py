@@ -8,9 +8,9 @@ import json
 import pytest
 from fakes import ScriptedModel, honest, make_config, prompt_of, run_rubric, simulated_judge
 
+from verify.benchmark.traits import CallableTrait, LLMTrait, MetricTrait, RegexTrait
 from verify.errors import ModelError
-from verify.ports import ChatRequest
-from verify.rubric import CallableTrait, LLMTrait, MetricTrait, RegexTrait
+from verify.llm.ports import ChatRequest
 from verify.stages.rubric import RubricEvaluation
 
 QUESTION = "What is the main function of the BCL2 protein?"
@@ -374,7 +374,7 @@ async def test_template_kind_trait_is_skipped() -> None:
 def test_stage_runs_only_with_an_answer_and_traits() -> None:
     from fakes import make_task
 
-    from verify.state import TaskState
+    from verify.run.state import TaskState
 
     stage = RubricEvaluation()
     assert not stage.should_run(TaskState(make_task([CLARITY]), answer=None))

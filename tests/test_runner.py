@@ -10,11 +10,11 @@ import sys
 import time
 from pathlib import Path
 
-from verify.benchmark import load_benchmark
-from verify.config import VerificationConfig
-from verify.export import export, load_results
-from verify.runner import run_verification
-from verify.store import progress_path
+from verify.benchmark.jsonld import load_benchmark
+from verify.config.verification import VerificationConfig
+from verify.results.export import export, load_results
+from verify.results.store import progress_path
+from verify.run.runner import run_verification
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "benchmarks" / "demo" / "demo.jsonld"
@@ -147,7 +147,7 @@ def test_price_table_gives_a_cost_from_live_tokens(tmp_path: Path) -> None:
 
 
 def test_done_keys_reruns_tasks_with_any_transient_error(tmp_path: Path) -> None:
-    from verify.store import done_keys
+    from verify.results.store import done_keys
 
     def line(key: str, failure: dict | None, errors: list[dict]) -> str:
         return json.dumps({"metadata": {"task_key": key, "failure": failure, "errors": errors}}) + "\n"

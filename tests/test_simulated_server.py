@@ -20,9 +20,9 @@ from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
-from verify.ports import Message
-from verify.simulated import brain
-from verify.simulated.server import SimulatedServer, start_server
+from verify.llm.ports import Message
+from verify.llm.simulated import brain
+from verify.llm.simulated.server import SimulatedServer, start_server
 
 VERDICT = {"passed": True, "score": 4, "reasoning": "the answer names Paris"}
 
@@ -325,7 +325,7 @@ def test_cli_serves_until_terminated() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen(
-        [sys.executable, "-m", "verify.simulated", "serve", "--port", str(port), "--seed", "1"],
+        [sys.executable, "-m", "verify.llm.simulated", "serve", "--port", str(port), "--seed", "1"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

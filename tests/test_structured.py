@@ -9,8 +9,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from verify.errors import ModelError
-from verify.ports import ChatReply, ChatRequest, Message, Usage
-from verify.structured import (
+from verify.llm.ports import ChatReply, ChatRequest, Message, Usage
+from verify.llm.structured import (
     Structured,
     TextReply,
     ask_structured,

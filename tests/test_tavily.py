@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from tavily.errors import TavilyKeylessLimitError
 
-from verify.adapters.tavily import CallableSearch, TavilySearch, make_search, normalize_hits
 from verify.errors import ConfigError, ModelSetupError, SearchError, UserError
-from verify.ports import Search, SearchHit
-from verify.simulated.search import SimulatedSearch
+from verify.llm.adapters.tavily import CallableSearch, TavilySearch, make_search, normalize_hits
+from verify.llm.ports import Search, SearchHit
+from verify.llm.simulated.search import SimulatedSearch
 
 KEY = "tvly-secret-0123456789"
 RESULTS = {

@@ -14,17 +14,17 @@ import pytest
 from fakes import SIM_ANSWERER, SIM_JUDGE, ScriptedModel, honest, prompt_of
 from test_templates import CAPITAL, KARENINA, RIGHT, bench, run, sim_config
 
-from verify.benchmark import Question, load_benchmark
-from verify.config import VerificationConfig
-from verify.embedding import cosine, get_embedder, register_embedder, unregister_embedder
+from verify.benchmark.jsonld import Question, load_benchmark
+from verify.config.preset import load_preset
+from verify.config.verification import VerificationConfig
 from verify.errors import ModelError
-from verify.pipeline import plan
-from verify.ports import ChatRequest
-from verify.presets import load_preset
-from verify.results import VerificationResult
-from verify.runner import run_verification
-from verify.simulated import template_brain
-from verify.simulated.search import SimulatedSearch
+from verify.judging.embedding import cosine, get_embedder, register_embedder, unregister_embedder
+from verify.llm.ports import ChatRequest
+from verify.llm.simulated import template_brain
+from verify.llm.simulated.search import SimulatedSearch
+from verify.results.models import VerificationResult
+from verify.run.pipeline import plan
+from verify.run.runner import run_verification
 
 MINIMAL = KARENINA / "minimal.jsonld"
 MULTI = KARENINA / "multi_question.jsonld"
@@ -67,9 +67,9 @@ def test_verify_that_raises_is_recorded_on_its_task_only() -> None:
 
 
 def test_a_verify_that_never_ends_times_out_on_its_task_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    import verify.code_timeout
+    import verify.templates.time_limit
 
-    monkeypatch.setattr(verify.code_timeout, "TEMPLATE_CODE_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(verify.templates.time_limit, "TEMPLATE_CODE_TIMEOUT_S", 0.2)
     slow = CAPITAL.replace('return self.capital.strip().lower() == self.correct["capital"].lower()',
                            "n = 0\n        for i in range(30000000):\n            n += i\n        return n < 0")
     assert slow != CAPITAL
@@ -85,7 +85,7 @@ def test_a_verify_that_never_ends_times_out_on_its_task_only(monkeypatch: pytest
 
 
 async def test_run_code_reports_the_codes_own_errors_not_a_timeout() -> None:
-    from verify.code_timeout import CodeTimeout, run_code
+    from verify.templates.time_limit import CodeTimeout, run_code
 
     def own_timeout() -> None:
         raise TimeoutError("slow service")
@@ -459,7 +459,7 @@ def test_demo_runs_in_template_and_rubric_mode() -> None:
 
 
 def test_csv_export_has_the_template_columns(tmp_path: Path) -> None:
-    from verify.export import export
+    from verify.results.export import export
 
     results = list(run(load_benchmark(MULTI), RIGHT, sim_config()).values())
     path = tmp_path / "out.csv"

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from fakes import SIM_ANSWERER, SIM_JUDGE
 
-from verify.answer_base import BaseAnswer, check_regex
-from verify.benchmark import Benchmark, Question, load_benchmark
-from verify.config import VerificationConfig
-from verify.results import VerificationResult
-from verify.runner import run_verification
-from verify.templates import TemplateError, check_source, compile_template, parsed_fields
+from verify.benchmark.jsonld import Benchmark, Question, load_benchmark
+from verify.config.verification import VerificationConfig
+from verify.results.models import VerificationResult
+from verify.run.runner import run_verification
+from verify.templates.answer_base import BaseAnswer, check_regex
+from verify.templates.compiler import TemplateError, check_source, compile_template, parsed_fields
 
 KARENINA = Path(__file__).resolve().parent / "fixtures" / "karenina"
 FIXTURES = sorted(KARENINA.glob("*.jsonld"))

@@ -3,18 +3,18 @@
 Reads karenina checkpoints and presets; see README.md.
 """
 
-from verify.benchmark import Benchmark, Question, load_benchmark, save_benchmark
-from verify.config import (
+from verify.benchmark.jsonld import Benchmark, Question, load_benchmark, save_benchmark
+from verify.config.preset import load_preset, save_preset
+from verify.config.verification import (
     DeepJudgmentRubricCustomConfig,
     DeepJudgmentTraitConfig,
     ModelConfig,
     VerificationConfig,
 )
 from verify.errors import BenchmarkError, ConfigError, PresetError, UserError, VerifyError
-from verify.fuzzy import ExcerptMatch, match_excerpt
-from verify.presets import load_preset, save_preset
-from verify.results import VerificationResult
-from verify.runner import RunOutcome, run_verification
+from verify.judging.excerpts.match import ExcerptMatch, match_excerpt
+from verify.results.models import VerificationResult
+from verify.run.runner import RunOutcome, run_verification
 
 __all__ = [
     "Benchmark",

@@ -162,8 +162,8 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
 
 
 def build_config(flags: dict[str, Any]) -> Any:
-    from verify.config import DeepJudgmentRubricCustomConfig, VerificationConfig
-    from verify.presets import load_preset
+    from verify.config.preset import load_preset
+    from verify.config.verification import DeepJudgmentRubricCustomConfig, VerificationConfig
 
     base = load_preset(flags["preset"]) if flags["preset"] else None
     ov: dict[str, Any] = {
@@ -194,7 +194,7 @@ def build_config(flags: dict[str, Any]) -> Any:
         try:
             ov["deep_judgment_rubric_config"] = DeepJudgmentRubricCustomConfig.model_validate(data)
         except ValidationError as exc:
-            from verify.config import format_validation_error
+            from verify.config.verification import format_validation_error
 
             detail = format_validation_error(exc, str(path))
             raise UserError(f"{path}: {detail}", "see the custom-mode shape in the README") from None
@@ -212,9 +212,9 @@ def build_config(flags: dict[str, Any]) -> Any:
 
 
 def _main(flags: dict[str, Any]) -> int:
-    from verify.benchmark import load_benchmark
-    from verify.config import config_to_dict
-    from verify.runner import RunOptions, run_verification, select_questions
+    from verify.benchmark.jsonld import load_benchmark
+    from verify.config.verification import config_to_dict
+    from verify.run.runner import RunOptions, run_verification, select_questions
 
     config = build_config(flags)
     if flags["show_config"]:
@@ -235,7 +235,7 @@ def _main(flags: dict[str, Any]) -> int:
     if flags["resume"] and not flags["output"]:
         raise UserError("--resume needs --output (the run's results file)", "pass the same --output as the interrupted run")
     if flags["show_plan"]:
-        from verify.report import render_plan
+        from verify.results.report import render_plan
 
         render_plan(bench, config, select_questions(bench, options))
         return 0
@@ -247,7 +247,7 @@ def _main(flags: dict[str, Any]) -> int:
         typer.secho("interrupted: finished tasks are saved", err=True, fg="yellow")
         typer.echo(f"resume with: verify {flags['benchmark']} ... --output {options.output} --resume", err=True)
         return 130
-    from verify.report import render_summary
+    from verify.results.report import render_summary
 
     render_summary(outcome)
     if outcome.summary.errors:

@@ -9,8 +9,8 @@ import base64
 import json
 from pathlib import Path
 
-from verify.benchmark import Benchmark, Question, save_benchmark
-from verify.rubric import CallableTrait, LLMTrait, MetricTrait, RegexTrait, Rubric
+from verify.benchmark.jsonld import Benchmark, Question, save_benchmark
+from verify.benchmark.traits import CallableTrait, LLMTrait, MetricTrait, RegexTrait, Rubric
 
 HERE = Path(__file__).parent
 CONCISE = "def evaluate(text):\n    return len(text.split()) <= 80\n"

@@ -1,6 +1,6 @@
 """Stages: small units with a name, an inclusion rule per config, a runtime skip rule and a step.
 
-The fixed order lives in ``verify.pipeline.STAGES``.
+The fixed order lives in ``verify.run.pipeline.STAGES``.
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from verify.config import VerificationConfig
-    from verify.state import Deps, TaskState
+    from verify.config.verification import VerificationConfig
+    from verify.run.state import Deps, TaskState
 
 
 class Stage(Protocol):

@@ -13,12 +13,12 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from verify.errors import ModelError
-from verify.ports import Message
-from verify.structured import ask_text
+from verify.llm.ports import Message
+from verify.llm.structured import ask_text
 
 if TYPE_CHECKING:
-    from verify.config import VerificationConfig
-    from verify.state import Deps, TaskState
+    from verify.config.verification import VerificationConfig
+    from verify.run.state import Deps, TaskState
 
 
 def recorded_answer(state: TaskState, deps: Deps) -> str | None:

@@ -18,8 +18,8 @@ import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from verify.config import VerificationConfig
-    from verify.state import Deps, TaskState
+    from verify.config.verification import VerificationConfig
+    from verify.run.state import Deps, TaskState
 
 log = logging.getLogger("verify")
 

@@ -23,14 +23,14 @@ import asyncio
 import json
 from typing import TYPE_CHECKING
 
-from verify import template_prompts as tp
-from verify.embedding import cosine, get_embedder
+from verify.judging.embedding import cosine, get_embedder
+from verify.llm.structured import ask_structured
 from verify.stages.template import template_mode
-from verify.structured import ask_structured
+from verify.templates import prompts as tp
 
 if TYPE_CHECKING:
-    from verify.config import VerificationConfig
-    from verify.state import Deps, TaskState
+    from verify.config.verification import VerificationConfig
+    from verify.run.state import Deps, TaskState
 
 
 class AbstentionCheck:

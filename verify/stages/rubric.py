@@ -13,21 +13,27 @@ import asyncio
 import math
 from typing import TYPE_CHECKING, Any
 
-from verify import prompts
-from verify.deep_judgment import TraitContext, TraitJudgment, judge_trait, read_verdict, verdict_schema
-from verify.dj_settings import resolve_rubric
+from verify.benchmark.traits import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait
+from verify.config.dj_resolve import resolve_rubric
 from verify.errors import ModelError
-from verify.ports import ChatModel, Message
-from verify.resilience import redact
-from verify.results import DeepJudgmentRubricSection, RubricSection, Score, StageError, TraitOutcome
-from verify.rubric import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait
-from verify.store import TRANSIENT as TRANSIENT_CATEGORIES
-from verify.structured import ask_structured
-from verify.traits import confusion_metrics, eval_callable, eval_regex
+from verify.judging import prompts
+from verify.judging.deep_judgment import (
+    TraitContext,
+    TraitJudgment,
+    judge_trait,
+    read_verdict,
+    verdict_schema,
+)
+from verify.judging.deterministic import confusion_metrics, eval_callable, eval_regex
+from verify.llm.ports import ChatModel, Message
+from verify.llm.resilience import redact
+from verify.llm.structured import ask_structured
+from verify.results.models import DeepJudgmentRubricSection, RubricSection, Score, StageError, TraitOutcome
+from verify.results.store import TRANSIENT as TRANSIENT_CATEGORIES
 
 if TYPE_CHECKING:
-    from verify.config import VerificationConfig
-    from verify.state import Deps, TaskState
+    from verify.config.verification import VerificationConfig
+    from verify.run.state import Deps, TaskState
 
 Outcomes = dict[str, TraitOutcome]
 

@@ -1,6 +1,6 @@
 """The answer-template stages: ValidateTemplate, ParseTemplate, VerifyTemplate.
 
-* ``validate_template`` compiles the question's template (:mod:`verify.templates`); a refused or
+* ``validate_template`` compiles the question's template (:mod:`verify.templates.compiler`); a refused or
   broken template fails only that task (category ``template_validation``), with a located message.
 * ``parse_template`` has the judge fill the template's fields (a null-tolerant schema), after
   template deep judgment when ``deep_judgment_mode`` is on, then builds the strict answer. An
@@ -19,22 +19,22 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from verify import template_prompts as tp
-from verify.code_timeout import CodeTimeout, run_code
-from verify.results import StageError
-from verify.structured import ask_structured
-from verify.template_dj import DJInput, DJSettings, judge_template
-from verify.templates import (
+from verify.llm.structured import ask_structured
+from verify.results.models import StageError
+from verify.templates import prompts as tp
+from verify.templates.compiler import (
     TemplateError,
     compile_template,
     describe_validation_error,
     ground_truth_of,
     parsed_fields,
 )
+from verify.templates.deep_judgment import DJInput, DJSettings, judge_template
+from verify.templates.time_limit import CodeTimeout, run_code
 
 if TYPE_CHECKING:
-    from verify.config import VerificationConfig
-    from verify.state import Deps, TaskState
+    from verify.config.verification import VerificationConfig
+    from verify.run.state import Deps, TaskState
 
 log = logging.getLogger("verify")
 

@@ -1,0 +1,450 @@
+"""Rubric traits <-> karenina's schema.org ``Rating`` objects, with located problem reporting.
+
+A checkpoint stores each trait as a ``Rating`` whose ``additionalType`` names the trait family and
+scope (``karenina:GlobalRegexTrait``, ``karenina:QuestionSpecificMetricRubricTrait``, ...) and whose
+``additionalProperty`` list carries its settings. :func:`decode_ratings` turns a ``rating`` list into
+trait models, reporting every problem to a :class:`Problems` collector instead of raising;
+:func:`encode_trait` writes a trait back in karenina's layout, except that ``deep_judgment_*``
+settings are always kept and unknown properties are written back verbatim.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel, ValidationError
+
+from verify.benchmark.traits import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait
+
+Scope = Literal["global", "question"]
+AnyTrait = LLMTrait | RegexTrait | CallableTrait | MetricTrait | AgenticTrait
+
+PREFIX = "karenina:"
+MAX_PROBLEMS = 10
+# additionalType suffix (after Global / QuestionSpecific) -> trait family
+FAMILIES: dict[str, str] = {
+    "RubricTrait": "llm", "LLMRubricTrait": "llm", "RegexTrait": "regex", "CallableTrait": "callable",
+    "MetricRubricTrait": "metric", "AgenticRubricTrait": "agentic", "DynamicRubricTrait": "dynamic",
+}
+_CLASSES: dict[str, type[BaseModel]] = {
+    "llm": LLMTrait, "regex": RegexTrait, "callable": CallableTrait, "metric": MetricTrait,
+    "agentic": AgenticTrait,
+}
+_DJ_FLAGS = ("deep_judgment_enabled", "deep_judgment_excerpt_enabled", "deep_judgment_search_enabled")
+_DJ_OPTIONAL = ("deep_judgment_max_excerpts", "deep_judgment_fuzzy_match_threshold",
+                "deep_judgment_excerpt_retry_attempts")
+_COMMON = {"higher_is_better", "summary"}
+# Property names each family interprets (agentic keeps every property); others go to extra_properties.
+_KNOWN_PROPS: dict[str, frozenset[str]] = {
+    "llm": frozenset({*_COMMON, *_DJ_FLAGS, *_DJ_OPTIONAL, "min_score", "max_score", "kind", "classes",
+                      "include_ground_truth"}),
+    "regex": frozenset({*_COMMON, "pattern", "case_sensitive", "invert_result"}),
+    "callable": frozenset({*_COMMON, "callable_code", "kind", "invert_result", "min_score", "max_score",
+                           "classes"}),
+    "metric": frozenset({*_COMMON, "metrics", "repeated_extraction", "evaluation_mode", "tp_instructions",
+                         "tn_instructions"}),
+}
+
+
+class Problems:
+    """Collects located one-line problems; keeps the first :data:`MAX_PROBLEMS` and counts the rest."""
+
+    def __init__(self, limit: int = MAX_PROBLEMS) -> None:
+        self.items: list[str] = []
+        self.dropped = 0
+        self._limit = limit
+
+    @property
+    def count(self) -> int:
+        return len(self.items) + self.dropped
+
+    def add(self, where: str, message: str) -> None:
+        if len(self.items) < self._limit:
+            self.items.append(f"{where}: {message}")
+        else:
+            self.dropped += 1
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+
+def validation_messages(exc: ValidationError) -> list[str]:
+    """One short line per pydantic error (``field: message, got value``), no URLs or dumps."""
+    lines: list[str | tuple[str, str]] = []
+    members: dict[tuple[str, str], list[str]] = {}  # union fields fail once per member type
+    for err in exc.errors(include_url=False):
+        loc, msg = err["loc"], err["msg"].removeprefix("Value error, ")
+        where = ".".join(str(part) for part in loc)
+        got = repr(err.get("input"))
+        got = got if len(got) <= 60 else got[:57] + "..."
+        if err["type"] == "value_error":  # our validators write complete sentences
+            lines.append(msg)
+        elif err["type"] in ("missing", "extra_forbidden"):
+            lines.append(f"{where}: {msg.lower()}")
+        elif len(loc) == 2 and isinstance(loc[1], str):  # e.g. ('author', 'dict[str,any]')
+            key = (str(loc[0]), got)
+            if key not in members:
+                members[key] = []
+                lines.append(key)
+            members[key].append(loc[1])
+        else:
+            lines.append(f"{where + ': ' if where else ''}{msg.lower()}, got {got}")
+    return [
+        line if isinstance(line, str) else f"{line[0]}: expected {' or '.join(members[line])}, got {line[1]}"
+        for line in lines
+    ]
+
+
+def build_model(cls: type[BaseModel], data: dict[str, Any], where: str, problems: Problems) -> Any:
+    """``cls.model_validate(data)``; a ValidationError becomes located problems and None."""
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        for line in validation_messages(exc):
+            problems.add(where, line)
+        return None
+
+
+def parse_type(value: Any) -> tuple[Scope, str] | None:
+    """``'karenina:GlobalRegexTrait'`` (prefix optional) -> ``('global', 'regex')``; None if unknown."""
+    name = value.removeprefix(PREFIX) if isinstance(value, str) else ""
+    for word, scope in (("Global", "global"), ("QuestionSpecific", "question")):
+        if name.startswith(word) and name[len(word):] in FAMILIES:
+            return scope, FAMILIES[name[len(word):]]  # type: ignore[return-value]
+    return None
+
+
+def trait_where(container: str | None, index: int, name: Any) -> str:
+    """Location of a rating (``container`` None = top level): by trait name if it has one, else index."""
+    if isinstance(name, str) and name.strip():
+        return f"global trait {name!r}" if container is None else f"{container} / trait {name!r}"
+    return f"rating[{index}] (top level)" if container is None else f"{container} / rating[{index}]"
+
+
+def read_properties(
+    raw: Any, known: frozenset[str] | None, where: str, problems: Problems
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Split ``additionalProperty`` into {known name: value} and the verbatim unknown entries.
+
+    ``known=None`` treats every name as known. A PropertyValue without ``value`` reads as None; a
+    repeated name keeps the last value (as in karenina).
+    """
+    values: dict[str, Any] = {}
+    extras: list[dict[str, Any]] = []
+    if raw is not None and not isinstance(raw, list):
+        problems.add(where, "additionalProperty must be a list of PropertyValue objects")
+        return values, extras
+    for i, entry in enumerate(raw or []):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            problems.add(where, f"additionalProperty[{i}] is not a PropertyValue with a string 'name'")
+        elif known is None or entry["name"] in known:
+            values[entry["name"]] = entry.get("value")
+        else:
+            extras.append(entry)
+    return values, extras
+
+
+def json_value(value: Any, want: type, what: str, where: str, problems: Problems) -> Any:
+    """A value stored either directly or as a JSON string (karenina accepts both); None if bad."""
+    if isinstance(value, str) and want is not str:
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            problems.add(where, f"{what} is a string but not valid JSON ({exc.msg})")
+            return None
+    if not isinstance(value, want):
+        problems.add(where, f"{what} must be a JSON {want.__name__}, got {type(value).__name__}")
+        return None
+    return value
+
+
+def check_unique_names(traits: list[AnyTrait], where: Callable[[str], str], problems: Problems) -> None:
+    seen: set[str] = set()
+    for trait in traits:
+        if trait.name in seen:
+            problems.add(where(trait.name), "duplicate trait name; trait names must be unique")
+        seen.add(trait.name)
+
+
+# ---------------------------------------------------------------------------------------- decoding
+
+
+class Ratings(NamedTuple):
+    traits: list[AnyTrait]
+    dynamic: list[AnyTrait]
+    ignored: list[dict[str, Any]]  # Global* ratings inside a question: karenina ignores them
+
+
+def decode_ratings(raw: Any, container: str | None, problems: Problems) -> Ratings:
+    """Decode a ``rating`` list: top level (``container`` None) or a question's (its label)."""
+    out = Ratings([], [], [])
+    if raw is None:
+        return out
+    if not isinstance(raw, list):
+        problems.add(container or "top level", "'rating' must be a list of Rating objects")
+        return out
+    expected: Scope = "global" if container is None else "question"
+    for i, rating in enumerate(raw):
+        at = trait_where(container, i, None)
+        if not isinstance(rating, dict):
+            problems.add(at, "not a Rating object")
+            continue
+        kind = parse_type(rating.get("additionalType"))
+        on = f" on trait {rating['name']!r}" if isinstance(rating.get("name"), str) else ""
+        if kind is None:
+            word = "Global" if expected == "global" else "QuestionSpecific"
+            choices = ", ".join(f"{PREFIX}{word}{suffix}" for suffix in FAMILIES)
+            found = rating.get("additionalType")
+            problems.add(at, f"unknown additionalType {found!r}{on}; expected one of {choices}")
+        elif kind[0] != expected and container is None:
+            problems.add(at, f"question-specific type {rating['additionalType']!r}{on} at top level; move it "
+                             "into a question's item.rating or use the matching karenina:Global... type")
+        elif kind[0] != expected:
+            out.ignored.append(rating)
+        else:
+            trait = decode_trait(rating, kind[1], trait_where(container, i, rating.get("name")), problems)
+            if trait is not None:
+                (out.dynamic if kind[1] == "dynamic" else out.traits).append(trait)
+    return out
+
+
+def decode_legacy(prop_name: str, value: Any, problems: Problems) -> list[AnyTrait]:
+    """A legacy top-level ``global_<family>_rubric_traits`` JSON list of trait dicts."""
+    where = f"top level / additionalProperty {prop_name!r}"
+    cls = _CLASSES[prop_name.split("_")[1]]
+    traits = []
+    for j, item in enumerate(json_value(value, list, prop_name, where, problems) or []):
+        if not isinstance(item, dict):
+            problems.add(f"{where}[{j}]", "not a trait object")
+            continue
+        item = dict(item)
+        if "invert" in item and "invert_result" not in item:
+            item["invert_result"] = item.pop("invert")
+        named = isinstance(item.get("name"), str)
+        label = f"global trait {item['name']!r}" if named else f"{where}[{j}]"
+        trait = build_model(cls, item, label, problems)
+        if trait is not None:
+            traits.append(trait)
+    return traits
+
+
+class _Bounds(NamedTuple):
+    best: float
+    worst: float
+
+
+def decode_trait(rating: dict[str, Any], family: str, where: str, problems: Problems) -> AnyTrait | None:
+    """Decode one rating of a known family (``dynamic`` resolves its ``dynamic_trait_type``)."""
+    start = problems.count
+    if not isinstance(rating.get("name"), str):
+        problems.add(where, "missing 'name'")
+        return None
+    bounds = []
+    for key in ("bestRating", "worstRating"):
+        value = rating.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            problems.add(where, f"'{key}' must be a number, got {value!r}")
+        bounds.append(float(value) if isinstance(value, int | float) else 0.0)
+    props = rating.get("additionalProperty")
+    if family == "dynamic":
+        listed = props if isinstance(props, list) else []
+        tags = [p for p in listed if isinstance(p, dict) and p.get("name") == "dynamic_trait_type"]
+        member = tags[-1].get("value") if tags else "llm"  # karenina's default
+        if not isinstance(member, str) or member not in _CLASSES:
+            problems.add(where, f"dynamic_trait_type {member!r} is not one of {', '.join(_CLASSES)}")
+            return None
+        family = member
+        props = [p for p in listed if not any(p is t for t in tags)] if tags else props
+    values, extras = read_properties(props, _KNOWN_PROPS.get(family), where, problems)
+    data: dict[str, Any] = {"name": rating["name"], "description": rating.get("description"),
+                            "id": rating.get("@id"), "extra_properties": extras}
+    if "summary" in values:
+        data["summary"] = values.pop("summary")
+    if values.get("classes") is not None and family in ("llm", "callable"):
+        values["classes"] = json_value(values["classes"], dict, "classes", where, problems)
+    decode = {"llm": _llm_fields, "callable": _callable_fields, "metric": _metric_fields,
+              "agentic": _agentic_fields}.get(family, lambda values, bounds, where, problems: values)
+    data.update(decode(values, _Bounds(*bounds), where, problems))
+    if problems.count > start:
+        return None
+    trait: AnyTrait | None = build_model(_CLASSES[family], data, where, problems)
+    return trait
+
+
+def _fill_scores(values: dict[str, Any], bounds: _Bounds, where: str, problems: Problems) -> None:
+    """Score kinds: min/max score default to the rating bounds when the properties lack them."""
+    pairs = (("min_score", bounds.worst, "worstRating"), ("max_score", bounds.best, "bestRating"))
+    for key, bound, label in pairs:
+        if key not in values:
+            if not bound.is_integer():
+                problems.add(where, f"{label} {bound} is not a whole number")
+            values[key] = int(bound)
+
+
+def _check_kind(kind: Any, where: str, problems: Problems) -> bool:
+    if isinstance(kind, dict):
+        ok = kind.get("type") == "template" and isinstance(kind.get("schema"), dict)
+        if not ok:
+            problems.add(where, 'kind object must be {"type": "template", "schema": {<JSON schema>}}')
+        return ok
+    if kind not in ("boolean", "score", "literal"):
+        problems.add(where, f"kind {kind!r} is not boolean, score, literal or a template object")
+        return False
+    return True
+
+
+def _llm_fields(values: dict[str, Any], bounds: _Bounds, where: str, problems: Problems) -> dict[str, Any]:
+    kind = values.pop("kind", None)
+    if kind is None:  # karenina infers the kind from the bounds
+        kind = "boolean" if bounds == (1.0, 0.0) else "score"
+    if not _check_kind(kind, where, problems):
+        return values
+    if isinstance(kind, dict):
+        if values.get("higher_is_better") is not None:
+            problems.add(where, "a template-kind trait needs higher_is_better null (remove its value)")
+        values.update(kind="template", template_schema=kind["schema"], higher_is_better=None)
+        values.setdefault("min_score", None)
+        values.setdefault("max_score", None)
+    else:
+        values["kind"] = kind
+        if kind == "score":
+            _fill_scores(values, bounds, where, problems)
+    return values
+
+
+def _callable_fields(
+    values: dict[str, Any], bounds: _Bounds, where: str, problems: Problems
+) -> dict[str, Any]:
+    if values.get("callable_code") is not None:
+        try:
+            base64.b64decode(values["callable_code"], validate=True)
+        except (binascii.Error, TypeError, ValueError):
+            problems.add(where, "callable_code is not valid base64")
+    if values.get("kind") is None:  # infer as for LLM traits (karenina always says boolean)
+        values["kind"] = "boolean" if bounds == (1.0, 0.0) else "score"
+    if values["kind"] == "score":
+        _fill_scores(values, bounds, where, problems)
+    return values
+
+
+def _metric_fields(values: dict[str, Any], bounds: _Bounds, where: str, problems: Problems) -> dict[str, Any]:
+    for key in ("metrics", "tp_instructions", "tn_instructions"):
+        if values.get(key) is not None:
+            values[key] = json_value(values[key], list, key, where, problems)
+        else:
+            values.pop(key, None)
+    return values
+
+
+def _agentic_fields(
+    values: dict[str, Any], bounds: _Bounds, where: str, problems: Problems
+) -> dict[str, Any]:
+    kind = values.get("kind", "boolean")
+    if _check_kind(kind, where, problems) and kind in ("score", "literal"):
+        _fill_scores(values, bounds, where, problems)  # keep the bounds when no properties carry them
+    return {"properties": values}
+
+
+# ---------------------------------------------------------------------------------------- encoding
+
+
+def property_value(name: str, value: Any) -> dict[str, Any]:
+    """A PropertyValue; a None value has no ``value`` key (karenina dumps with exclude_none)."""
+    entry: dict[str, Any] = {"@type": "PropertyValue", "name": name}
+    if value is not None:
+        entry["value"] = value
+    return entry
+
+
+def _score_bounds(trait: Any) -> tuple[float, float]:
+    top, bottom = trait.max_score, trait.min_score
+    return (float(top) if top is not None else 5.0), (float(bottom) if bottom is not None else 1.0)
+
+
+def _encode_llm(trait: LLMTrait) -> tuple[str, tuple[float, float], list[tuple[str, Any]]]:
+    props: list[tuple[str, Any]] = []
+    optional = [(k, getattr(trait, k)) for k in _DJ_OPTIONAL if getattr(trait, k) is not None]
+    flags = [(k, getattr(trait, k)) for k in _DJ_FLAGS]
+    if optional or flags != [(_DJ_FLAGS[0], False), (_DJ_FLAGS[1], True), (_DJ_FLAGS[2], False)]:
+        props += flags + optional  # only written when set, as in karenina's own example checkpoint
+    props.append(("higher_is_better", trait.higher_is_better))
+    props += [(k, getattr(trait, k)) for k in ("min_score", "max_score") if getattr(trait, k) is not None]
+    if trait.kind == "literal":
+        props += [("kind", "literal"), ("classes", trait.classes)]
+        suffix, bounds = "LLMRubricTrait", (float(len(trait.classes or {}) - 1), 0.0)
+    elif trait.kind == "template":
+        props.append(("kind", {"type": "template", "schema": trait.template_schema}))
+        suffix, bounds = "LLMRubricTrait", (0.0, 0.0)
+    else:
+        suffix, bounds = "RubricTrait", (1.0, 0.0) if trait.kind == "boolean" else _score_bounds(trait)
+    if trait.include_ground_truth:
+        props.append(("include_ground_truth", True))
+    return suffix, bounds, props
+
+
+def _encode_callable(trait: CallableTrait) -> tuple[str, tuple[float, float], list[tuple[str, Any]]]:
+    props: list[tuple[str, Any]] = []
+    if trait.callable_code is not None:
+        props.append(("callable_code", trait.callable_code))
+    props += [("kind", trait.kind), ("invert_result", trait.invert_result),
+              ("higher_is_better", trait.higher_is_better)]
+    bounds = (1.0, 0.0)
+    if trait.kind == "score":
+        props += [(k, getattr(trait, k)) for k in ("min_score", "max_score") if getattr(trait, k) is not None]
+        bounds = _score_bounds(trait)
+    elif trait.kind == "literal":
+        props.append(("classes", trait.classes))
+        bounds = (float(len(trait.classes or {}) - 1), 0.0)
+    return "CallableTrait", bounds, props
+
+
+def _encode_agentic(trait: AgenticTrait) -> tuple[str, tuple[float, float], list[tuple[str, Any]]]:
+    kind = trait.properties.get("kind", "boolean")
+    if isinstance(kind, dict) or kind == "boolean":
+        bounds = (0.0, 0.0) if isinstance(kind, dict) else (1.0, 0.0)
+    else:
+        top, bottom = trait.properties.get("max_score"), trait.properties.get("min_score")
+        bounds = (float(top) if isinstance(top, int | float) else 5.0,
+                  float(bottom) if isinstance(bottom, int | float) else 1.0)
+    return "AgenticRubricTrait", bounds, list(trait.properties.items())
+
+
+def encode_trait(trait: AnyTrait, scope: Scope, dynamic: bool = False) -> dict[str, Any]:
+    """Write a trait as a schema.org Rating in karenina's layout."""
+    props: list[tuple[str, Any]]
+    if isinstance(trait, LLMTrait):
+        suffix, bounds, props = _encode_llm(trait)
+    elif isinstance(trait, RegexTrait):
+        suffix, bounds = "RegexTrait", (1.0, 0.0)
+        props = [("pattern", trait.pattern), ("case_sensitive", trait.case_sensitive),
+                 ("invert_result", trait.invert_result), ("higher_is_better", trait.higher_is_better)]
+    elif isinstance(trait, CallableTrait):
+        suffix, bounds, props = _encode_callable(trait)
+    elif isinstance(trait, MetricTrait):
+        suffix, bounds = "MetricRubricTrait", (1.0, 0.0)
+        props = [("metrics", list(trait.metrics)), ("repeated_extraction", trait.repeated_extraction),
+                 ("evaluation_mode", trait.evaluation_mode), ("higher_is_better", trait.higher_is_better)]
+        props += [(k, getattr(trait, k)) for k in ("tp_instructions", "tn_instructions") if getattr(trait, k)]
+    else:
+        suffix, bounds, props = _encode_agentic(trait)
+    if trait.summary is not None:
+        props.append(("summary", trait.summary))
+    if dynamic:
+        suffix = "DynamicRubricTrait"
+        props.append(("dynamic_trait_type", trait.trait_type))
+    rating: dict[str, Any] = {"@type": "Rating"}
+    if trait.id is not None:
+        rating["@id"] = trait.id
+    rating["name"] = trait.name
+    if trait.description is not None:
+        rating["description"] = trait.description
+    scope_word = "Global" if scope == "global" else "QuestionSpecific"
+    rating.update(bestRating=bounds[0], worstRating=bounds[1], additionalType=f"{PREFIX}{scope_word}{suffix}")
+    entries = [property_value(name, value) for name, value in props] + list(trait.extra_properties)
+    if entries:
+        rating["additionalProperty"] = entries
+    return rating

@@ -1,0 +1,201 @@
+"""Rubric traits as verify models them: LLM, regex, callable, metric and agentic traits.
+
+Field names follow karenina's trait models, so checkpoints map one to one. These models hold data
+only; evaluation lives in ``verify.stages.rubric`` and ``verify.judging.deep_judgment``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TraitKind = Literal["boolean", "score", "literal", "template"]
+Provenance = Literal["global", "question_specific"]
+
+
+class _Trait(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str | None = None
+    summary: str | None = None
+    id: str | None = Field(default=None, description="The Rating's @id, kept for round trips.")
+    extra_properties: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="additionalProperty entries verify does not interpret, kept verbatim on save.",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name_ok(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("trait name is empty")
+        if "." in value:
+            raise ValueError(f"trait name {value!r} contains '.'; rename it without dots")
+        return value
+
+
+class LLMTrait(_Trait):
+    """A trait the judge model scores: boolean, score (min..max) or literal (one of classes)."""
+
+    trait_type: Literal["llm"] = "llm"
+    kind: TraitKind = "score"
+    min_score: int | None = 1
+    max_score: int | None = 5
+    classes: dict[str, str] | None = None
+    higher_is_better: bool | None = True
+    template_schema: dict[str, Any] | None = None
+    include_ground_truth: bool = False
+    deep_judgment_enabled: bool = False
+    deep_judgment_excerpt_enabled: bool = True
+    deep_judgment_max_excerpts: int | None = Field(default=None, ge=1)
+    deep_judgment_fuzzy_match_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    deep_judgment_excerpt_retry_attempts: int | None = Field(default=None, ge=0)
+    deep_judgment_search_enabled: bool = False
+
+    @model_validator(mode="after")
+    def _kind_rules(self) -> LLMTrait:
+        if self.kind == "literal":
+            classes = self.classes or {}
+            if not 2 <= len(classes) <= 20:
+                raise ValueError(f"literal trait {self.name!r} needs 2-20 classes, has {len(classes)}")
+            lowered = [c.strip().lower() for c in classes]
+            if any(not c for c in lowered) or len(set(lowered)) != len(lowered):
+                raise ValueError(f"literal trait {self.name!r} has empty or duplicate class names")
+            self.min_score, self.max_score = 0, len(classes) - 1
+        elif self.kind == "score":
+            lo, hi = self.min_score, self.max_score
+            if lo is not None and hi is not None and lo > hi:
+                raise ValueError(
+                    f"score trait {self.name!r} has min_score {lo} > max_score {hi}; swap them"
+                )
+        elif self.kind == "template" and self.deep_judgment_enabled:
+            raise ValueError(f"template-kind trait {self.name!r} cannot enable deep judgment")
+        return self
+
+    @property
+    def class_names(self) -> list[str]:
+        return list((self.classes or {}).keys())
+
+
+class RegexTrait(_Trait):
+    """A deterministic ``re.search`` check, optionally inverted."""
+
+    trait_type: Literal["regex"] = "regex"
+    pattern: str = ""
+    case_sensitive: bool = True
+    invert_result: bool = False
+    higher_is_better: bool | None = True
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"pattern {value!r} does not compile: {exc}") from None
+        return value
+
+
+class CallableTrait(_Trait):
+    """A Python function ``f(text)`` stored as base64 in the checkpoint (source text, not pickle)."""
+
+    trait_type: Literal["callable"] = "callable"
+    callable_code: str | None = None
+    kind: Literal["boolean", "score", "literal"] = "boolean"
+    min_score: int | None = None
+    max_score: int | None = None
+    classes: dict[str, str] | None = None
+    invert_result: bool = False
+    higher_is_better: bool | None = True
+
+
+MetricName = Literal["precision", "recall", "specificity", "accuracy", "f1"]
+_DEFAULT_METRICS: tuple[MetricName, ...] = ("precision", "recall", "f1")
+
+
+class MetricTrait(_Trait):
+    """A confusion-matrix trait: the judge sorts items into tp/fn/fp(/tn); metrics follow."""
+
+    trait_type: Literal["metric"] = "metric"
+    metrics: list[MetricName] = Field(default_factory=lambda: list(_DEFAULT_METRICS))
+    repeated_extraction: bool = True
+    evaluation_mode: Literal["tp_only", "full_matrix"] = "tp_only"
+    higher_is_better: bool | None = None
+    tp_instructions: list[str] = Field(default_factory=list)
+    tn_instructions: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _mode_rules(self) -> MetricTrait:
+        if not self.tp_instructions:
+            raise ValueError(f"metric trait {self.name!r} needs non-empty tp_instructions")
+        allowed = (
+            {"precision", "recall", "f1"}
+            if self.evaluation_mode == "tp_only"
+            else {"precision", "recall", "specificity", "accuracy", "f1"}
+        )
+        bad = [m for m in self.metrics if m not in allowed]
+        if bad:
+            raise ValueError(
+                f"metric trait {self.name!r}: metrics {bad} need evaluation_mode 'full_matrix'"
+            )
+        if self.evaluation_mode == "full_matrix" and not self.tn_instructions:
+            raise ValueError(f"metric trait {self.name!r}: full_matrix needs tn_instructions")
+        return self
+
+
+class AgenticTrait(_Trait):
+    """An agent-investigated trait. Loaded and saved; evaluation needs an agent runtime."""
+
+    trait_type: Literal["agentic"] = "agentic"
+    properties: dict[str, Any] = Field(default_factory=dict)
+
+
+Trait = Annotated[
+    LLMTrait | RegexTrait | CallableTrait | MetricTrait | AgenticTrait,
+    Field(discriminator="trait_type"),
+]
+
+
+class Rubric(BaseModel):
+    """An ordered list of traits (global or question-specific, or the two merged)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    traits: list[Trait] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Rubric:
+        seen: set[str] = set()
+        for trait in self.traits:
+            if trait.name in seen:
+                raise ValueError(f"trait name {trait.name!r} appears twice; trait names must be unique")
+            seen.add(trait.name)
+        return self
+
+    def of_type(self, cls: type[Any]) -> list[Any]:
+        return [t for t in self.traits if isinstance(t, cls)]
+
+    @property
+    def llm_traits(self) -> list[LLMTrait]:
+        return self.of_type(LLMTrait)
+
+    def get(self, name: str) -> Trait | None:
+        return next((t for t in self.traits if t.name == name), None)
+
+
+def merge_rubrics(global_rubric: Rubric | None, question_rubric: Rubric | None) -> tuple[Rubric, dict[str, Provenance]]:
+    """Global traits first, then question traits; a name in both is an error (as in karenina)."""
+    traits: list[Any] = []
+    provenance: dict[str, Provenance] = {}
+    for source, rubric in (("global", global_rubric), ("question_specific", question_rubric)):
+        for trait in (rubric.traits if rubric else []):
+            if trait.name in provenance:
+                raise ValueError(
+                    f"trait {trait.name!r} is defined both globally and for the question; rename one"
+                )
+            provenance[trait.name] = source  # type: ignore[assignment]
+            traits.append(trait)
+    return Rubric(traits=traits), provenance

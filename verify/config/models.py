@@ -1,0 +1,259 @@
+"""One answering or judge model: ``ModelConfig``, its interfaces and its retry policy.
+
+Karenina's field names and defaults; cross-field rules report every problem at once, each with
+the field it concerns and how to fix it. Also the default system prompts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+from verify.config.problems import ConfigProblems, _raise_if
+
+__all__ = [
+    "DEFAULT_ANSWERING_SYSTEM_PROMPT",
+    "DEFAULT_PARSING_SYSTEM_PROMPT",
+    "INTERFACES",
+    "CategoryRetryConfig",
+    "ErrorPatternConfig",
+    "Interface",
+    "ModelConfig",
+    "RetryPolicy",
+]
+
+DEFAULT_ANSWERING_SYSTEM_PROMPT = "You are an expert assistant. Answer the question accurately and concisely."
+#: Offered for judges (karenina never applies it automatically; neither do we).
+DEFAULT_PARSING_SYSTEM_PROMPT = (
+    "You are a validation assistant. Parse and validate responses against the given Pydantic template."
+)
+
+Interface = Literal[
+    "langchain",
+    "openrouter",
+    "openai_endpoint",
+    "claude_agent_sdk",
+    "claude_tool",
+    "langchain_deep_agents",
+    "manual",
+    "taskeval",
+    "simulated",
+]
+INTERFACES: tuple[str, ...] = get_args(Interface)
+_PROVIDER_REQUIRED = frozenset({"langchain", "langchain_deep_agents"})
+_DEEP_AGENT_INTERFACES = frozenset({"claude_agent_sdk", "langchain_deep_agents"})
+
+
+_Forbid = ConfigDict(extra="forbid")
+
+# --------------------------------------------------------------------------- retries
+
+
+class CategoryRetryConfig(BaseModel):
+    """Retry budget and backoff for one error category (karenina's shape)."""
+
+    model_config = _Forbid
+
+    max_attempts: int = Field(
+        default=0,
+        ge=0,
+        le=50,
+        validation_alias=AliasChoices("max_attempts", "max_retries"),
+        description="Retries after the first call (not total calls); 0 = no retry. Alias: max_retries.",
+    )
+    backoff_min: float = Field(default=1.0, ge=0, description="Delay before the first retry, seconds.")
+    backoff_max: float = Field(default=10.0, ge=0, description="Upper bound of any delay, seconds.")
+    backoff_multiplier: float = Field(default=2.0, ge=1.0, description="Delay growth per retry.")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> CategoryRetryConfig:
+        if self.backoff_max < self.backoff_min:
+            raise ConfigProblems([("backoff_max", f"must be >= backoff_min ({self.backoff_min})")])
+        return self
+
+
+def _category(max_attempts: int, low: float, high: float) -> Any:
+    return Field(
+        default_factory=lambda: CategoryRetryConfig(
+            max_attempts=max_attempts, backoff_min=low, backoff_max=high
+        )
+    )
+
+
+class RetryPolicy(BaseModel):
+    """Per-category retries for model calls; ``permanent`` errors are never retried."""
+
+    model_config = _Forbid
+
+    connection: CategoryRetryConfig = _category(3, 1.0, 10.0)
+    timeout: CategoryRetryConfig = _category(3, 5.0, 30.0)
+    rate_limit: CategoryRetryConfig = _category(5, 5.0, 30.0)
+    server_error: CategoryRetryConfig = _category(2, 2.0, 15.0)
+    jitter: bool = Field(
+        default=True, description="Full jitter: sleep uniform(0, backoff) instead of the backoff itself."
+    )
+    timeout_escalation: Any = Field(
+        default=None, description="Accepted from karenina presets; not used by verify."
+    )
+
+    def for_category(self, category: str) -> CategoryRetryConfig:
+        """The budget of ``category``; unknown and ``permanent`` categories get no retries."""
+        if category in {"connection", "timeout", "rate_limit", "server_error"}:
+            found: CategoryRetryConfig = getattr(self, category)
+            return found
+        return CategoryRetryConfig(max_attempts=0)
+
+    def backoff_seconds(self, category: str, attempt: int) -> float:
+        """Delay before retry number ``attempt`` (0-based), before jitter."""
+        cfg = self.for_category(category)
+        return float(min(cfg.backoff_min * cfg.backoff_multiplier**attempt, cfg.backoff_max))
+
+
+class ErrorPatternConfig(BaseModel):
+    """A user rule classifying errors by type name or message substring."""
+
+    model_config = _Forbid
+
+    pattern: str = Field(min_length=1)
+    category: Literal["connection", "timeout", "rate_limit", "server_error", "permanent"]
+    match_type: Literal["type_name", "message_substring"] = "message_substring"
+
+
+# --------------------------------------------------------------------------- models
+
+
+class ModelConfig(BaseModel):
+    """One answering or judge (parsing) model, with karenina's fields.
+
+    ``mcp_*``, ``agent_runtime``, ``agent_middleware``, ``max_context_tokens`` and
+    ``agent_timeout`` are accepted and stored so karenina presets load; verify runs no agents,
+    so they have no effect. ``manual_traces`` is never dumped.
+    """
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    id: str | None = Field(
+        default=None, description="Short unique name used in results; 'manual' for manual traces."
+    )
+    model_provider: str | None = Field(
+        default=None, description="Provider for langchain interfaces, e.g. 'openai', 'anthropic'."
+    )
+    model_name: str | None = None
+    temperature: float = Field(default=0.1, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=16384, ge=1)
+    interface: Interface = Field(
+        default="langchain", description="How the model is called; 'simulated' is verify's offline provider."
+    )
+    system_prompt: str | None = Field(
+        default=None,
+        description="Answering models without one get DEFAULT_ANSWERING_SYSTEM_PROMPT; judges keep None.",
+    )
+    max_retries: int = Field(default=2, ge=0)
+    mcp_urls_dict: dict[str, str] | None = None
+    mcp_tool_filter: list[str] | None = None
+    mcp_tool_description_overrides: dict[str, str] | None = None
+    mcp_http_timeout: float | None = Field(default=None, gt=0)
+    mcp_sse_read_timeout: float | None = Field(default=None, gt=0)
+    endpoint_base_url: str | None = Field(
+        default=None, description="Base URL of an OpenAI-compatible server (openai_endpoint)."
+    )
+    endpoint_api_key: SecretStr | None = Field(default=None, description="Never written to presets or dumps.")
+    anthropic_base_url: str | None = None
+    anthropic_api_key: SecretStr | None = Field(
+        default=None, description="Never written to presets or dumps."
+    )
+    agent_runtime: dict[str, Any] | None = None
+    extra_kwargs: dict[str, Any] | None = Field(
+        default=None, description="Passed through to the model constructor.", repr=False  # may hold headers/keys
+    )
+    manual_traces: dict[str, str] | None = Field(
+        default=None,
+        exclude=True,
+        repr=False,
+        description="interface='manual' only: question id or MD5 of the question text -> answer text.",
+    )
+    agent_middleware: dict[str, Any] | None = None
+    max_context_tokens: int | None = Field(default=None, ge=1)
+    agent_timeout: int | None = Field(default=None, ge=1)
+    request_timeout: float | None = Field(
+        default=None, gt=0, description="Seconds per call; None = the config's request_timeout."
+    )
+    retry_policy: RetryPolicy | None = Field(default=None, description="None = the config's retry_policy.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _manual_defaults(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("interface") == "manual":
+            data = dict(data)
+            data["model_name"] = data.get("model_name") or "manual"
+            data["id"] = data.get("id") or "manual"
+        return data
+
+    @model_validator(mode="after")
+    def _rules(self) -> ModelConfig:
+        problems: list[tuple[str, str]] = []
+        iface = self.interface
+        if not self.model_name:
+            problems.append(("model_name", 'required: set the provider\'s model name, e.g. "gpt-4.1-mini"'))
+        if not self.id:
+            problems.append(
+                ("id", 'required: give the model a short unique name used in results, e.g. "answerer"')
+            )
+        if iface in _PROVIDER_REQUIRED and not self.model_provider:
+            problems.append(
+                (
+                    "model_provider",
+                    f'required for interface \'{iface}\': set it, e.g. "openai" or "anthropic"',
+                )
+            )
+        if iface == "manual":
+            if not self.manual_traces:
+                problems.append(
+                    (
+                        "manual_traces",
+                        "interface 'manual' needs manual_traces (question id or MD5 of the question text -> "
+                        "answer text); pass --manual-traces FILE",
+                    )
+                )
+            if self.mcp_urls_dict:
+                problems.append(
+                    ("mcp_urls_dict", "MCP tools cannot be used with interface 'manual'; remove it")
+                )
+        elif self.manual_traces is not None:
+            problems.append(
+                ("manual_traces", "only used with interface 'manual'; remove it or set interface='manual'")
+            )
+        if iface == "openai_endpoint":
+            url = self.endpoint_base_url or ""
+            if not url.startswith(("http://", "https://")):
+                problems.append(
+                    (
+                        "endpoint_base_url",
+                        "interface 'openai_endpoint' needs an http(s) URL, e.g. \"http://localhost:11434/v1\" "
+                        '(Ollama) or "http://localhost:8000/v1" (vLLM)',
+                    )
+                )
+        anthropic_ok = iface in {"claude_tool", "claude_agent_sdk"} or (
+            iface in _PROVIDER_REQUIRED and (self.model_provider or "").lower() == "anthropic"
+        )
+        extra = self.extra_kwargs or {}
+        for name, dup in (("anthropic_base_url", "base_url"), ("anthropic_api_key", "api_key")):
+            if getattr(self, name) is None:
+                continue
+            if not anthropic_ok:
+                problems.append(
+                    (
+                        name,
+                        "only used by claude_tool/claude_agent_sdk or langchain with model_provider 'anthropic'",
+                    )
+                )
+            elif dup in extra:
+                problems.append((name, f"also given as extra_kwargs['{dup}']; keep only one"))
+        _raise_if(problems)
+        return self
+
+    @property
+    def display_name(self) -> str:
+        """``provider:model`` (or just the model name) for messages."""
+        return f"{self.model_provider}:{self.model_name}" if self.model_provider else str(self.model_name)

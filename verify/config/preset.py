@@ -1,0 +1,220 @@
+"""Preset files: load, save and list them.
+
+A preset is either karenina's shape, ``{"id", "name", "description", "config": {...},
+"created_at", "updated_at"}`` (only ``config`` is read; other top-level keys such as
+``_comment_*`` are ignored), or a plain config dump ``{"answering_models": ..., ...}`` with an
+optional ``$schema`` key. A bare name is looked up as ``<dir>/<name>.json`` in the given
+directory, else in ``./presets`` and then in the ``presets/`` directory shipped with verify.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from verify.config.verification import VerificationConfig, config_to_dict, format_validation_error
+from verify.errors import PresetError
+from verify.secrets import mask_secrets
+
+__all__ = ["default_presets_dirs", "list_presets", "load_preset", "save_preset"]
+
+_SECRET_FIELDS = ("endpoint_api_key", "anthropic_api_key")
+_ALWAYS_KEPT = ("id", "model_provider", "model_name", "temperature", "interface", "system_prompt")
+
+
+def default_presets_dirs() -> list[Path]:
+    """``./presets`` (relative to the working directory), then the presets shipped with verify."""
+    shipped = Path(__file__).resolve().parent / "presets"  # package data: ships in the wheel
+    dirs = [Path.cwd() / "presets", shipped]
+    unique: list[Path] = []
+    for d in dirs:
+        if d.is_dir() and d.resolve() not in {u.resolve() for u in unique}:
+            unique.append(d)
+    return unique
+
+
+def _search_dirs(presets_dir: Path | None) -> list[Path]:
+    return [Path(presets_dir)] if presets_dir is not None else default_presets_dirs()
+
+
+def list_presets(presets_dir: Path | None = None) -> list[Path]:
+    """The ``*.json`` presets in ``presets_dir`` (or the default directories; the first of a name wins)."""
+    found: dict[str, Path] = {}
+    for directory in _search_dirs(presets_dir):
+        if directory.is_dir():
+            for path in sorted(directory.glob("*.json")):
+                found.setdefault(path.stem, path)
+    return sorted(found.values(), key=lambda p: p.stem)
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _resolve(ref: str | Path, presets_dir: Path | None) -> Path:
+    path = Path(ref)
+    if path.is_file():
+        return path
+    is_bare = len(path.parts) == 1 and not str(ref).startswith(".")
+    if is_bare:
+        name = path.stem if path.suffix == ".json" else path.name
+        for directory in _search_dirs(presets_dir):
+            candidate = directory / f"{name}.json"
+            if candidate.is_file():
+                return candidate
+    available = ", ".join(p.stem for p in list_presets(presets_dir)) or "none"
+    where = ", ".join(_display(d) for d in _search_dirs(presets_dir)) or "./presets"
+    raise PresetError(
+        f"preset {str(ref)!r} not found (looked in {where if is_bare else 'that path'}); available presets: {available}",
+        hint="pass a path to a preset file, or one of the names listed",
+    )
+
+
+def load_preset(ref: str | Path, presets_dir: Path | None = None) -> VerificationConfig:
+    """Load and validate a preset given as a path or a bare name; raises :class:`PresetError`."""
+    path = _resolve(ref, presets_dir)
+    source = f"preset {_display(path)}"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise PresetError(
+            f"{source}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            hint='fix the JSON syntax (JSON allows no comments or trailing commas; use "_comment" keys)',
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PresetError(f"{source}: cannot be read: {exc}") from None
+    if not isinstance(data, dict):
+        raise PresetError(f"{source}: expected a JSON object, found {type(data).__name__}")
+    config, prefix = _config_part(data, source)
+    try:
+        return VerificationConfig.model_validate(config)
+    except ValidationError as exc:
+        unknown = any(err["type"] == "extra_forbidden" for err in exc.errors())
+        raise PresetError(
+            format_validation_error(exc, source, prefix=prefix),
+            hint=(
+                'unknown keys inside the config are rejected (put comments in top-level "_comment" keys); '
+                if unknown
+                else ""
+            )
+            + "compare with a shipped preset such as verify/config/presets/demo.json",
+        ) from None
+
+
+def _config_part(data: dict[str, Any], source: str) -> tuple[dict[str, Any], str]:
+    """The config object of a karenina preset or a plain dump, and its path prefix for messages."""
+    if "config" in data:
+        config = data["config"]
+        if not isinstance(config, dict) or not config:
+            raise PresetError(
+                f'{source}: "config" must be a non-empty object',
+                hint='put the VerificationConfig fields (answering_models, parsing_models, ...) inside "config"',
+            )
+        return config, "config."
+    plain = {k: v for k, v in data.items() if not k.startswith("_comment")}
+    if not plain.keys() & set(VerificationConfig.model_fields):
+        raise PresetError(
+            f'{source}: no "config" object and no config fields found',
+            hint='a preset is {"config": {...}} (karenina) or a plain config with answering_models/parsing_models',
+        )
+    return plain, ""
+
+
+def _sanitized_model(model: dict[str, Any]) -> dict[str, Any]:
+    """Drop API keys, manual traces, secret-looking ``extra_kwargs`` and unset optional fields."""
+    kept = {
+        key: value
+        for key, value in model.items()
+        if key not in _SECRET_FIELDS and key != "manual_traces" and (key in _ALWAYS_KEPT or value is not None)
+    }
+    if isinstance(kept.get("extra_kwargs"), dict):
+        kept["extra_kwargs"] = mask_secrets(kept["extra_kwargs"], drop=True)  # nested headers too
+    return kept
+
+
+def _slug(name: str) -> str:
+    slug = re.sub(r"[^a-z0-9-]", "", name.strip().lower().replace(" ", "-"))
+    slug = re.sub(r"-{2,}", "-", slug).strip("-")[:96]
+    return f"{slug or 'preset'}.json"
+
+
+def save_preset(
+    config: VerificationConfig,
+    path: str | Path,
+    name: str,
+    description: str | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write ``config`` as a karenina-shaped preset and return the file written.
+
+    ``path`` is the file, or an existing directory (the file is then named after ``name`` as
+    karenina does: lowercase, dashes, ``.json``). API keys and manual traces are never written.
+    Refuses to replace an existing file unless ``overwrite=True`` (which keeps its ``id`` and
+    ``created_at``).
+    """
+    if not 1 <= len(name.strip()) <= 100:
+        raise PresetError("preset name must be 1 to 100 characters", hint="pass a shorter, non-empty name")
+    if description is not None and len(description) > 500:
+        raise PresetError("preset description must be at most 500 characters")
+    for field in ("deep_judgment_search_tool", "deep_judgment_rubric_search_tool"):
+        if not isinstance(getattr(config, field), str):
+            raise PresetError(
+                f"cannot save {field}: a Python callable cannot be stored in a preset",
+                hint="set it to 'tavily' or 'simulated' before saving, and pass the callable from Python",
+            )
+    target = Path(path)
+    if target.is_dir():
+        target = target / _slug(name)
+    old: dict[str, Any] = {}
+    if target.exists():
+        if not overwrite:
+            raise PresetError(
+                f"preset {_display(target)} already exists", hint="pass overwrite=True or choose another name"
+            )
+        try:
+            loaded = json.loads(target.read_text(encoding="utf-8"))
+            old = loaded if isinstance(loaded, dict) else {}
+        except (OSError, ValueError):
+            old = {}
+    dumped = config_to_dict(config)
+    for role in ("answering_models", "parsing_models"):
+        dumped[role] = [_sanitized_model(m) for m in dumped[role]]
+    try:
+        VerificationConfig.model_validate(dumped)  # what we write must load again
+    except ValidationError as exc:
+        raise PresetError(
+            "cannot save preset: without its secrets and manual traces the config would not load:\n"
+            + format_validation_error(exc, prefix="config."),
+            hint="API keys and manual traces are never written; pass them at run time instead",
+        ) from None
+    now = datetime.now(UTC).isoformat()
+    preset = {
+        "id": str(old.get("id") or uuid.uuid4()),
+        "name": name.strip(),
+        "description": description,
+        "config": dumped,
+        "created_at": old.get("created_at") or now,
+        "updated_at": now,
+    }
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(preset, handle, indent=2, ensure_ascii=False)
+            handle.write("\n")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target

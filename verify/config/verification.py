@@ -1,0 +1,434 @@
+"""The verification config: karenina's field names and defaults, checked when the config is built.
+
+``VerificationConfig`` accepts every field of karenina's config (so karenina presets load
+unchanged) plus one field of ours, ``deep_judgment_rubric_search_enabled``. Cross-field rules
+are ``model_validator(mode="after")`` checks that report every problem at once, each with the
+field it concerns and how to fix it. Nothing in this module reads environment variables:
+precedence is field defaults < preset < explicit overrides, and the CLI binds any env vars.
+
+``VerificationConfig.from_overrides`` keeps karenina's keyword names (``abstention``,
+``async_workers``, ``deep_judgment_rubric_search``, ...) and also takes any field name. ``None``
+means "not given", so an unset CLI flag never overwrites a preset value.
+
+The parts live in their own modules and are re-exported here, so ``from verify.config.verification import X``
+works for all of them: :mod:`verify.config.models` (models, interfaces, retries, default
+prompts), :mod:`verify.config.prompts` (few-shot, prompts), :mod:`verify.config.deep_judgment` (rubric deep
+judgment, search tools), :mod:`verify.config.overrides` (``from_overrides`` keywords),
+:mod:`verify.config.report` (dumps, warnings) and :mod:`verify.config.problems` (problems and how
+they are shown).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    Field,
+    ValidationError,
+    computed_field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+
+from verify.config.deep_judgment import (
+    SEARCH_TOOLS,
+    DeepJudgmentRubricCustomConfig,
+    DeepJudgmentTraitConfig,
+    SearchTool,
+    _check_tool,
+    _tool_label,
+)
+from verify.config.models import (
+    _DEEP_AGENT_INTERFACES,
+    DEFAULT_ANSWERING_SYSTEM_PROMPT,
+    DEFAULT_PARSING_SYSTEM_PROMPT,
+    INTERFACES,
+    CategoryRetryConfig,
+    ErrorPatternConfig,
+    Interface,
+    ModelConfig,
+    RetryPolicy,
+    _Forbid,
+)
+from verify.config.overrides import _MODEL_OVERRIDES, OVERRIDE_ALIASES, _apply_model_overrides, _model_dict
+from verify.config.problems import ConfigProblems, _did_you_mean, _raise_if, format_validation_error
+from verify.config.prompts import FewShotConfig, FewShotExample, PromptConfig, QuestionFewShotConfig
+from verify.config.report import config_to_dict, config_warnings
+from verify.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_ANSWERING_SYSTEM_PROMPT",
+    "DEFAULT_PARSING_SYSTEM_PROMPT",
+    "INTERFACES",
+    "OVERRIDE_ALIASES",
+    "SEARCH_TOOLS",
+    "CategoryRetryConfig",
+    "ConfigProblems",
+    "DeepJudgmentRubricCustomConfig",
+    "DeepJudgmentTraitConfig",
+    "ErrorPatternConfig",
+    "FewShotConfig",
+    "FewShotExample",
+    "Interface",
+    "ModelConfig",
+    "PromptConfig",
+    "QuestionFewShotConfig",
+    "RetryPolicy",
+    "SearchTool",
+    "VerificationConfig",
+    "config_to_dict",
+    "config_warnings",
+    "format_validation_error",
+]
+
+# --------------------------------------------------------------------------- the config
+
+
+class VerificationConfig(BaseModel):
+    """Everything one verification run needs, with karenina's field names and defaults.
+
+    Inert fields (accepted and stored so karenina presets load, but no part of verify reads them):
+    ``parsing_only``, ``db_config``, ``scenario_turn_limit``, ``max_requeue_count``,
+    ``replay_store``, ``replay_parse_on_hydration_mismatch``, ``skip_triples``, every
+    ``agentic_*`` field, every ``workspace_*`` field, ``retry_policy.timeout_escalation``, and
+    the agent/MCP fields of :class:`ModelConfig`. :func:`config_warnings` names those that are
+    set to something other than their default.
+
+    Ours, not karenina's: ``deep_judgment_rubric_search_enabled`` (karenina drops it) switches
+    excerpt search on for every trait in ``enable_all`` mode; the ``simulated`` interface and
+    search tool run offline.
+    """
+
+    model_config = _Forbid
+
+    # models / run shape
+    answering_models: list[ModelConfig] = Field(default_factory=list)
+    parsing_models: list[ModelConfig] = Field(description="Judge models; at least one.")
+    replicate_count: int = Field(default=1, ge=1, description="Runs per question and answering model.")
+    parsing_only: bool = Field(default=False, description="karenina TaskEval mode; inert in verify.")
+    evaluation_mode: Literal["template_only", "template_and_rubric", "rubric_only"] = "template_only"
+    rubric_trait_names: list[str] | None = Field(
+        default=None, description="Evaluate only these rubric traits."
+    )
+    rubric_evaluation_strategy: Literal["batch", "sequential"] | None = Field(
+        default="batch",
+        description="batch: all LLM traits in one call; sequential (or None): one call per trait.",
+    )
+    use_full_trace_for_template: bool = False
+    use_full_trace_for_rubric: bool = True
+    allow_partial_trace_scoring: bool = True
+    include_extraction_hints: bool = True
+
+    # guards and checks
+    abstention_enabled: bool = False
+    sufficiency_enabled: bool = False
+    embedding_check_enabled: bool = False
+    embedding_check_model: str = "all-MiniLM-L6-v2"
+    embedding_check_threshold: float = Field(default=0.85, ge=0.0, le=1.0)
+
+    # template deep judgment
+    deep_judgment_mode: Literal["disabled", "reasoning_only", "full"] = "disabled"
+    deep_judgment_max_excerpts_per_attribute: int = Field(default=3, ge=1)
+    deep_judgment_fuzzy_match_threshold: float = Field(default=0.80, ge=0.0, le=1.0)
+    deep_judgment_excerpt_retry_attempts: int = Field(default=2, ge=0)
+    deep_judgment_search_enabled: bool = False
+    deep_judgment_search_tool: SearchTool = "tavily"
+
+    # rubric deep judgment
+    deep_judgment_rubric_mode: Literal["disabled", "enable_all", "use_checkpoint", "custom"] = Field(
+        default="disabled",
+        description="enable_all: every LLM trait; use_checkpoint: the traits' own settings; custom: deep_judgment_rubric_config.",
+    )
+    deep_judgment_rubric_global_excerpts: bool = Field(
+        default=True, description="enable_all: extract excerpts (else reasoning only)."
+    )
+    deep_judgment_rubric_config: DeepJudgmentRubricCustomConfig | None = Field(
+        default=None, description="Per-trait settings for mode 'custom'."
+    )
+    deep_judgment_rubric_max_excerpts_default: int = Field(
+        default=7, ge=1, description="Used where a trait sets no max_excerpts."
+    )
+    deep_judgment_rubric_fuzzy_match_threshold_default: float = Field(
+        default=0.80, ge=0.0, le=1.0, description="Used where a trait sets no fuzzy_match_threshold."
+    )
+    deep_judgment_rubric_excerpt_retry_attempts_default: int = Field(
+        default=2, ge=0, description="Used where a trait sets no excerpt_retry_attempts."
+    )
+    deep_judgment_rubric_search_enabled: bool = Field(
+        default=False,
+        description="verify only: check excerpts with web search for every trait in enable_all mode.",
+    )
+    deep_judgment_rubric_search_tool: SearchTool = "tavily"
+
+    # few-shot and prompts
+    few_shot_config: FewShotConfig | None = None
+    prompt_config: PromptConfig | None = None
+
+    # execution
+    async_enabled: bool = True
+    async_max_workers: int = Field(default=2, ge=1, description="Questions worked on in parallel.")
+    max_concurrent_requests: int | None = Field(
+        default=None, ge=1, description="Cap on model calls in flight."
+    )
+    batch_timeout_seconds: float | None = Field(default=None, gt=0)
+    task_ordering: Literal["auto", "prefix_cache", "distribute_answerers", "generation_order", "random"] = (
+        "auto"
+    )
+    answerer_concurrency_limits: int | dict[str, int] | None = Field(
+        default=None, description="Calls in flight per answering model: one number, or {model id: number}."
+    )
+    request_timeout: float = Field(
+        default=120.0, gt=0, description="Seconds per model call unless the model sets its own."
+    )
+    retry_policy: RetryPolicy = Field(default_factory=RetryPolicy)
+    custom_error_patterns: list[ErrorPatternConfig] = Field(default_factory=list)
+    max_requeue_count: int = Field(default=5, ge=0)
+    scenario_turn_limit: int = Field(default=20, ge=1)
+    db_config: dict[str, Any] | None = None
+    replay_store: Any = Field(default=None, exclude=True, repr=False)
+    replay_parse_on_hydration_mismatch: Literal["fall_through", "strict"] = "fall_through"
+    skip_triples: Any = Field(default=None, exclude=True, repr=False)
+
+    # agentic (inert)
+    agentic_parsing: bool = False
+    agentic_parsing_trigger: Literal["always", "dynamic"] = "always"
+    agentic_judge_context: Literal["workspace_only", "trace_and_workspace", "trace_only"] = "workspace_only"
+    agentic_parsing_max_turns: int = Field(default=15, ge=1)
+    agentic_parsing_timeout: float = Field(default=120.0, gt=0)
+    agentic_parsing_materialize_trace: bool = False
+    agentic_parsing_persist_trace: bool = False
+    agentic_rubric_strategy: Literal["individual", "shared"] = "individual"
+    agentic_rubric_parallel: bool = False
+    workspace_copy: bool = True
+    workspace_cleanup: bool = True
+    workspace_output_mode: Literal["none", "full", "produced"] = "none"
+    workspace_output_dir: str | None = None
+    workspace_output_exclude_patterns: list[str] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_karenina_keys(cls, data: Any) -> Any:
+        """Drop serialized ``rubric_enabled`` and ``$schema``; fold ``<task>_instructions`` shortcuts."""
+        if not isinstance(data, dict):
+            return data
+        data = {k: v for k, v in data.items() if k not in {"rubric_enabled", "$schema"}}
+        shortcuts = {f"{name}_instructions": name for name in PromptConfig.model_fields}
+        folded = {shortcuts[k]: data.pop(k) for k in list(data) if k in shortcuts}
+        if folded:
+            current = data.get("prompt_config") or {}
+            current = current.model_dump() if isinstance(current, PromptConfig) else dict(current)
+            for name, value in folded.items():
+                if current.get(name) not in (None, value):
+                    raise ConfigProblems(
+                        [(f"{name}_instructions", f"conflicts with prompt_config.{name}; give only one")]
+                    )
+                current[name] = value
+            data["prompt_config"] = current
+        return data
+
+    @field_validator("answering_models")
+    @classmethod
+    def _default_system_prompt(cls, models: list[ModelConfig]) -> list[ModelConfig]:
+        return [
+            m if m.system_prompt else m.model_copy(update={"system_prompt": DEFAULT_ANSWERING_SYSTEM_PROMPT})
+            for m in models
+        ]
+
+    @field_validator("deep_judgment_search_tool", "deep_judgment_rubric_search_tool")
+    @classmethod
+    def _tool_lowercase(cls, tool: str | Callable[..., Any]) -> str | Callable[..., Any]:
+        return tool.strip().lower() if isinstance(tool, str) else tool
+
+    @field_serializer("deep_judgment_search_tool", "deep_judgment_rubric_search_tool", when_used="json")
+    def _tool_json(self, tool: str | Callable[..., Any]) -> str:
+        return _tool_label(tool)
+
+    @model_validator(mode="after")
+    def _rules(self) -> VerificationConfig:
+        problems: list[tuple[str, str]] = []
+        self._check_models(problems)
+        if self.deep_judgment_rubric_mode == "custom" and self.deep_judgment_rubric_config is None:
+            problems.append(
+                (
+                    "deep_judgment_rubric_config",
+                    "deep_judgment_rubric_mode='custom' needs deep_judgment_rubric_config; pass "
+                    "--deep-judgment-rubric-config FILE or set it in the preset",
+                )
+            )
+        if self.deep_judgment_mode == "reasoning_only" and self.deep_judgment_search_enabled:
+            problems.append(
+                (
+                    "deep_judgment_search_enabled",
+                    "search needs excerpts, which deep_judgment_mode='reasoning_only' skips; use "
+                    "deep_judgment_mode='full' or set deep_judgment_search_enabled=false",
+                )
+            )
+        if self.deep_judgment_search_enabled:
+            _check_tool("deep_judgment_search_tool", self.deep_judgment_search_tool, problems)
+        if self.rubric_search_may_run:
+            _check_tool("deep_judgment_rubric_search_tool", self.deep_judgment_rubric_search_tool, problems)
+        self._check_agentic(problems)
+        _raise_if(problems)
+        return self
+
+    def _check_models(self, problems: list[tuple[str, str]]) -> None:
+        if not self.parsing_models:
+            problems.append(
+                ("parsing_models", "at least one judge model is required; add one or pass --parsing-model")
+            )
+        if not self.answering_models and not self.parsing_only:
+            problems.append(
+                (
+                    "answering_models",
+                    "at least one answering model is required; add one or pass --answering-model",
+                )
+            )
+        for role in ("answering_models", "parsing_models"):
+            seen: set[str] = set()
+            for i, model in enumerate(getattr(self, role)):
+                if model.id in seen:
+                    problems.append(
+                        (f"{role}[{i}].id", f"duplicate id {model.id!r}; give each model its own id")
+                    )
+                seen.add(str(model.id))
+        for i, model in enumerate(self.parsing_models):
+            if model.interface == "manual":
+                problems.append(
+                    (
+                        f"parsing_models[{i}].interface",
+                        "'manual' only replays answers; judges need a real interface",
+                    )
+                )
+        limits = self.answerer_concurrency_limits
+        answer_ids = {str(m.id) for m in self.answering_models}
+        for key, value in ({"*": limits} if isinstance(limits, int) else limits or {}).items():
+            where = "answerer_concurrency_limits" + ("" if key == "*" else f".{key}")
+            if value < 1:
+                problems.append((where, "must be at least 1"))
+            if key != "*" and key not in answer_ids:
+                problems.append(
+                    (where, f"no answering model has id {key!r} (ids: {', '.join(sorted(answer_ids))})")
+                )
+
+    def _check_agentic(self, problems: list[tuple[str, str]]) -> None:
+        if self.agentic_parsing_trigger == "dynamic" and not self.agentic_parsing:
+            problems.append(("agentic_parsing_trigger", "'dynamic' needs agentic_parsing=true"))
+        if not self.agentic_parsing:
+            return
+        for i, model in enumerate(self.parsing_models):
+            if model.interface not in _DEEP_AGENT_INTERFACES:
+                problems.append(
+                    (
+                        f"parsing_models[{i}].interface",
+                        f"agentic_parsing needs a deep-agent judge interface ({', '.join(sorted(_DEEP_AGENT_INTERFACES))})",
+                    )
+                )
+        if self.evaluation_mode == "rubric_only":
+            problems.append(
+                ("agentic_parsing", "has no template to parse with evaluation_mode='rubric_only'")
+            )
+        if self.agentic_parsing_materialize_trace and self.agentic_judge_context == "workspace_only":
+            problems.append(
+                (
+                    "agentic_parsing_materialize_trace",
+                    "incompatible with agentic_judge_context='workspace_only'; use 'trace_and_workspace' or set it false",
+                )
+            )
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def rubric_enabled(self) -> bool:
+        """True when ``evaluation_mode`` includes rubric evaluation."""
+        return self.evaluation_mode != "template_only"
+
+    @property
+    def rubric_search_may_run(self) -> bool:
+        """Whether some trait may use the rubric search tool under the current mode."""
+        mode = self.deep_judgment_rubric_mode
+        custom = self.deep_judgment_rubric_config
+        return (
+            self.deep_judgment_rubric_search_enabled
+            or mode == "use_checkpoint"
+            or (mode == "custom" and custom is not None and custom.any_search())
+        )
+
+    def model_request_timeout(self, model: ModelConfig) -> float:
+        """The model's own ``request_timeout``, else the config's."""
+        return model.request_timeout if model.request_timeout is not None else self.request_timeout
+
+    def model_retry_policy(self, model: ModelConfig) -> RetryPolicy:
+        """The model's own ``retry_policy``, else the config's."""
+        return model.retry_policy or self.retry_policy
+
+    @classmethod
+    def from_overrides(cls, base: VerificationConfig | None = None, **overrides: Any) -> VerificationConfig:
+        """``base`` (or defaults) with every non-``None`` override applied, validated again as a whole.
+
+        Names: any field name, or karenina's ``from_overrides`` keywords (see ``OVERRIDE_ALIASES``
+        plus the model keywords ``answering_model``, ``answering_provider``, ``answering_id``,
+        ``answering_interface``, ``parsing_model``, ``parsing_provider``, ``parsing_id``,
+        ``parsing_interface``, ``temperature`` and ``manual_traces``).
+
+        Model keywords, unlike karenina: they apply to *every* model of their role (a
+        multi-model preset is never collapsed to one model); ``temperature`` applies to every
+        answering and judge model even when given alone; ``*_id`` alone applies too (an error if
+        the role has several models, as ids must stay unique). Without ``base``, each role gets
+        one model: ``gpt-4.1-mini`` via langchain/openai at temperature 0.1 unless overridden, with
+        id ``answering-1`` / ``parsing-1`` unless given. ``manual_traces`` (with
+        ``answering_interface`` unset or ``"manual"``) makes the answering model a manual one.
+
+        Raises :class:`ConfigError` for unknown names (naming the closest valid ones), for
+        conflicting names, and when the merged config is invalid.
+        """
+        given = {k: v for k, v in overrides.items() if v is not None}
+        unknown = sorted(k for k in given if k not in _VALID_OVERRIDES)
+        if unknown:
+            raise ConfigError(
+                "; ".join(
+                    f"unknown override {name!r}{_did_you_mean(name, _VALID_OVERRIDES)}" for name in unknown
+                ),
+                hint="use a VerificationConfig field name or one of karenina's from_overrides keywords",
+            )
+        data: dict[str, Any] = _base_fields(base) if base is not None else {}
+        fields: dict[str, tuple[str, Any]] = {}
+        for key, value in given.items():
+            if key in _MODEL_OVERRIDES:
+                continue
+            target = OVERRIDE_ALIASES.get(key, key)
+            if target in fields and fields[target][1] != value:
+                raise ConfigError(
+                    f"overrides {fields[target][0]!r} and {key!r} both set {target} to different values",
+                    hint="give only one of them",
+                )
+            fields[target] = (key, value)
+        data.update({target: value for target, (_, value) in fields.items()})
+        _apply_model_overrides(data, given, has_base=base is not None)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            lines = format_validation_error(exc).splitlines()
+            raise ConfigError(
+                "invalid configuration after overrides:\n" + "\n".join(f"  {line}" for line in lines),
+                hint="fix the listed values (in the preset or in the flags/overrides given)",
+            ) from None
+
+
+# --------------------------------------------------------------------------- from_overrides helpers
+# (those that read VerificationConfig's fields; the rest are in verify.config.overrides)
+
+_VALID_OVERRIDES = frozenset(VerificationConfig.model_fields) | frozenset(OVERRIDE_ALIASES) | _MODEL_OVERRIDES
+
+
+def _base_fields(base: VerificationConfig) -> dict[str, Any]:
+    shared = {"replay_store", "skip_triples"}  # runtime objects: passed on, not copied
+    data = {
+        name: getattr(base, name) if name in shared else copy.deepcopy(getattr(base, name))
+        for name in VerificationConfig.model_fields
+    }
+    for role in ("answering_models", "parsing_models"):
+        data[role] = [_model_dict(m) for m in data[role]]
+    return data

@@ -1,0 +1,325 @@
+"""Deep judgment for one rubric trait: extract, validate, search-check, reason, score.
+
+Each step is a small function; ``judge_trait`` runs them in order. Evidence policy (documented in
+the README):
+
+* the judge quotes passages; quotes are validated with :func:`verify.judging.excerpts.match.validate_excerpts`; if
+  none validates, the judge retries with feedback naming each rejected quote, up to the trait's
+  retry count; a trait still without valid quotes is *auto-failed* (its evidence is unverifiable);
+* the judge may instead say nothing in the answer bears on the trait (``nothing_relevant``). That
+  is evidence of absence. The verdict must then be consistent with it: an absence criterion
+  ("does not recommend X") may pass, a presence criterion may only be judged not met. A verdict
+  that claims something is present without quoting it is auto-failed as ungrounded.
+* judge outages and unparseable replies leave the trait ``unscored`` (never a failing score).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field, create_model, field_validator
+
+from verify.benchmark.traits import LLMTrait
+from verify.config.dj_resolve import TraitDJSettings
+from verify.errors import ModelError
+from verify.judging import prompts
+from verify.judging.excerpts.match import validate_excerpts
+from verify.llm.ports import ChatModel, Message, Search
+from verify.llm.resilience import redact
+from verify.llm.structured import ask_structured, ask_text
+from verify.results.models import (
+    Excerpt,
+    HallucinationAssessment,
+    RejectedExcerpt,
+    Score,
+    TraitDeepMetadata,
+    TraitStatus,
+)
+
+RISK_ORDER = {"none": 0, "low": 1, "medium": 2, "high": 3}
+_ABSENCE = re.compile(
+    r"\b(does not|doesn't|do not|don't|did not|never|avoids?|avoiding|without|free of|absence of|"
+    r"refrains? from|no mention|not (?:mention|include|contain|recommend|use|suggest|claim))\b",
+    re.IGNORECASE,
+)
+
+
+def is_absence_criterion(trait: LLMTrait) -> bool:
+    """True when the trait asks for something to be absent ("does not recommend X")."""
+    return bool(_ABSENCE.search(f"{trait.name.replace('_', ' ')} {trait.description or ''}"))
+
+
+@dataclass(frozen=True)
+class TraitContext:
+    question: str
+    response: str
+    judge: ChatModel
+    search: Search | None
+
+
+@dataclass
+class TraitJudgment:
+    name: str
+    status: TraitStatus
+    score: Score | None = None
+    label: str | None = None
+    reason: str | None = None
+    reasoning: str | None = None
+    excerpts: list[Excerpt] = field(default_factory=list)
+    hallucination: HallucinationAssessment | None = None
+    metadata: TraitDeepMetadata = field(default_factory=TraitDeepMetadata)
+    raw_reply: str | None = None
+    error_category: str | None = None
+
+    @property
+    def without_valid_excerpts(self) -> bool:
+        return self.metadata.excerpt_validation_failed
+
+
+@dataclass(frozen=True)
+class Evidence:
+    valid: list[Excerpt]
+    rejected: list[RejectedExcerpt]
+    attempts: int
+    absence: bool
+    error: str | None = None
+    unusable: bool = False  # no reply could be read at all: a judge failure, not missing evidence
+    raw_reply: str | None = None
+
+
+def verdict_schema(trait: LLMTrait) -> type[BaseModel]:
+    """The reply model for a final verdict, with the trait's bounds or classes built in."""
+    if trait.kind == "boolean":
+        return prompts.SingleBooleanScore
+    if trait.kind == "literal":
+        return _literal_schema(tuple(trait.class_names))
+    return _numeric_schema(trait.min_score, trait.max_score)
+
+
+# Both are built once per distinct bounds / class list: building a model class (and then its JSON
+# schema, cached per class by verify.llm.structured) costs about a millisecond per score call otherwise.
+@functools.lru_cache(maxsize=256)
+def _numeric_schema(lo: int | None, hi: int | None) -> type[BaseModel]:
+    return create_model(  # type: ignore[no-any-return, call-overload]
+        "SingleNumericScore", score=(int, Field(ge=lo, le=hi, description=f"integer {lo}..{hi}"))
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _literal_schema(names: tuple[str, ...]) -> type[BaseModel]:
+    lookup = {n.strip().lower(): n for n in names}
+
+    class SingleLiteralClassification(BaseModel):
+        classification: str = Field(description="exactly one class name", json_schema_extra={"enum": list(names)})
+
+        @field_validator("classification")
+        @classmethod
+        def _known(cls, value: str) -> str:
+            # Labels match case-insensitively, the same rule as batch classification.
+            match = lookup.get(value.strip().lower())
+            if match is None:
+                raise ValueError(f"{value!r} is not one of {list(names)}")
+            return match
+
+    return SingleLiteralClassification
+
+
+def read_verdict(trait: LLMTrait, value: BaseModel) -> tuple[Score, str | None]:
+    """(score, label) from a verdict reply: literal traits score as the class index."""
+    data: dict[str, Any] = value.model_dump()
+    if trait.kind == "boolean":
+        return bool(data["result"]), None
+    if trait.kind == "literal":
+        label = str(data["classification"])
+        return trait.class_names.index(label), label
+    return int(data["score"]), None
+
+
+def _user(text: str) -> list[Message]:
+    return [Message("system", prompts.JUDGE_SYSTEM), Message("user", text)]
+
+
+async def extract_evidence(trait: LLMTrait, settings: TraitDJSettings, ctx: TraitContext) -> Evidence:
+    """Ask for quotes and validate them, retrying with feedback until one validates."""
+    rejected: list[RejectedExcerpt] = []
+    feedback: str | None = None
+    attempts = settings.excerpt_retry_attempts + 1
+    error: str | None = None
+    parsed = 0
+    raw_reply: str | None = None
+    for attempt in range(1, attempts + 1):
+        prompt = prompts.excerpt_prompt(ctx.question, ctx.response, trait, settings.max_excerpts, feedback)
+        reply = await ask_structured(
+            ctx.judge, _user(prompt), prompts.TraitExcerptsOutput,
+            purpose="dj_excerpts", trait=trait.name, max_parse_retries=0,
+        )
+        if reply.value is None:
+            error, raw_reply = reply.error or "unparseable reply", reply.raw_text
+            feedback = f"Your previous reply could not be used ({error}). Reply with the JSON format asked."
+            continue
+        parsed += 1
+        items = [e for e in reply.value.excerpts if e.text.strip()][: settings.max_excerpts]
+        if not items:
+            if reply.value.nothing_relevant:
+                return Evidence([], rejected, attempt, absence=True)
+            feedback = "You returned no excerpts. Quote the relevant passages, or set nothing_relevant."
+            continue
+        matches = validate_excerpts([e.text for e in items], ctx.response, settings.fuzzy_match_threshold)
+        valid = [
+            Excerpt(
+                text=item.text, confidence=item.confidence, similarity_score=round(m.similarity, 4),
+                start=m.start, end=m.end, match_method=m.method,
+            )
+            for item, m in zip(items, matches, strict=True)
+            if m.valid
+        ]
+        bad = [
+            RejectedExcerpt(text=item.text, similarity_score=round(m.similarity, 4), reason=m.reason, attempt=attempt)
+            for item, m in zip(items, matches, strict=True)
+            if not m.valid
+        ]
+        rejected.extend(bad)
+        if valid:
+            return Evidence(valid, rejected, attempt, absence=False)
+        lines = "\n".join(f'- "{r.text}" (similarity {r.similarity_score:.2f}: {r.reason})' for r in bad)
+        feedback = (
+            f"None of these quotes appear verbatim in the response (threshold "
+            f"{settings.fuzzy_match_threshold:.2f}):\n{lines}\nCopy passages exactly as written."
+        )
+        error = None
+    return Evidence([], rejected, attempts, absence=False, error=error, unusable=parsed == 0, raw_reply=raw_reply)
+
+
+def _render_hits(hits: list[Any]) -> str:
+    return "\n".join(f"- {h.content} ({h.url or h.title or 'no source'})" for h in hits) or "(no results)"
+
+
+async def check_with_search(
+    excerpts: list[Excerpt], ctx: TraitContext, trait: str | None, purpose: str = "dj_hallucination"
+) -> HallucinationAssessment:
+    """Search each excerpt, then one judge call rates each excerpt's hallucination risk."""
+    assert ctx.search is not None
+    search = ctx.search
+
+    async def one(text: str) -> list[Any] | Exception:
+        try:
+            return await search.search(text[:400])
+        except Exception as exc:  # search outages degrade to "not assessed"
+            return exc
+
+    found = await asyncio.gather(*(one(e.text) for e in excerpts))
+    failures = [f for f in found if isinstance(f, Exception)]
+    for excerpt, hits in zip(excerpts, found, strict=True):
+        excerpt.search_results = (
+            None if isinstance(hits, Exception)
+            else [{"content": h.content, "title": h.title, "url": h.url} for h in hits]
+        )
+    if len(failures) == len(excerpts):
+        return HallucinationAssessment(
+            overall_risk="not_assessed", per_excerpt_risks=[], assessed=False,
+            note=redact(f"search failed: {type(failures[0]).__name__}: {failures[0]}", 300),
+        )
+    items = [
+        (f"E{i}", e.text, _render_hits(hits))
+        for i, (e, hits) in enumerate(zip(excerpts, found, strict=True), 1)
+        if not isinstance(hits, Exception)
+    ]
+    reply = await ask_structured(
+        ctx.judge, _user(prompts.hallucination_prompt(items)), prompts.HallucinationRiskOutput,
+        purpose=purpose, trait=trait,
+    )
+    if reply.value is None:
+        return HallucinationAssessment(
+            overall_risk="not_assessed", per_excerpt_risks=[], assessed=False,
+            note=f"risk reply unparseable: {reply.error}",
+        )
+    by_id = {a.excerpt_id.strip(): a for a in reply.value.assessments}
+    risks: list[str] = []
+    for i, excerpt in enumerate(excerpts, 1):
+        verdict = by_id.get(f"E{i}")
+        if verdict is not None:
+            excerpt.hallucination_risk, excerpt.hallucination_justification = verdict.risk, verdict.justification
+            risks.append(verdict.risk)
+    overall = max(risks, key=lambda r: RISK_ORDER[r]) if risks else "not_assessed"
+    note = f"{len(failures)} excerpt search(es) failed" if failures else None
+    return HallucinationAssessment(overall_risk=overall, per_excerpt_risks=risks, assessed=bool(risks), note=note)
+
+
+def _ungrounded(trait: LLMTrait, score: Score) -> str | None:
+    """A verdict reached without any quote must agree with the absence of evidence."""
+    absence = is_absence_criterion(trait)
+    if trait.kind == "boolean":
+        if absence and score is False:
+            return "verdict says the criterion is violated, but no passage was quoted to show it"
+        if not absence and score is True:
+            return "verdict says the criterion is met, but no passage was quoted to support it"
+        return None
+    if absence:
+        return None
+    if trait.kind == "score" and score == trait.min_score:
+        return None  # the lowest score says the criterion is not met at all: consistent with no evidence
+    return "a graded verdict above the minimum needs quoted evidence, and the judge found no relevant passage"
+
+
+async def judge_trait(trait: LLMTrait, settings: TraitDJSettings, ctx: TraitContext) -> TraitJudgment:
+    """Run the deep-judgment steps for one trait; never raises for model or parse failures."""
+    meta = TraitDeepMetadata(settings=settings.as_dict())
+    result = TraitJudgment(name=trait.name, status="unscored", metadata=meta)
+    try:
+        evidence_text: str | None = None
+        if settings.excerpt_enabled:
+            evidence = await extract_evidence(trait, settings, ctx)
+            meta.stages_completed.append("excerpt_extraction")
+            meta.excerpt_retry_count = evidence.attempts - 1
+            meta.rejected_excerpts = evidence.rejected
+            if evidence.unusable:  # unparseable replies leave the trait unscored, never auto-failed
+                result.reason, result.raw_reply = f"excerpt reply unparseable: {evidence.error}", evidence.raw_reply
+                return result
+            if not evidence.valid and not evidence.absence:
+                meta.excerpt_validation_failed, meta.evidence = True, "failed"
+                result.status = "auto_failed"
+                result.reason = evidence.error or "no excerpt could be validated against the answer"
+                return result
+            meta.had_excerpts = bool(evidence.valid)
+            meta.evidence = "excerpts" if evidence.valid else "absence"
+            result.excerpts = evidence.valid
+            if evidence.valid and settings.search_enabled and ctx.search is not None:
+                result.hallucination = await check_with_search(evidence.valid, ctx, trait.name)
+                if result.hallucination.assessed:
+                    meta.stages_completed.append("hallucination_assessment")
+            evidence_text = "\n".join(
+                f"[E{i}] {e.text}" + (f" (hallucination risk: {e.hallucination_risk})" if e.hallucination_risk else "")
+                for i, e in enumerate(evidence.valid, 1)
+            ) or "No passage of the response bears on this trait."
+        reasoning = await ask_text(
+            ctx.judge, _user(prompts.reasoning_prompt(ctx.question, ctx.response, trait, evidence_text)),
+            purpose="dj_reasoning", trait=trait.name,
+        )
+        result.reasoning = reasoning.text
+        meta.stages_completed.append("reasoning_generation")
+        verdict = await ask_structured(
+            ctx.judge, _user(prompts.score_prompt(trait, reasoning.text)), verdict_schema(trait),
+            purpose="dj_score", trait=trait.name,
+        )
+        if verdict.value is None:
+            result.reason, result.raw_reply = f"score reply unparseable: {verdict.error}", verdict.raw_text
+            return result
+        meta.stages_completed.append("score_extraction")
+        score, label = read_verdict(trait, verdict.value)
+        if meta.evidence == "absence":
+            problem = _ungrounded(trait, score)
+            if problem:
+                meta.excerpt_validation_failed = True
+                result.status, result.reason = "auto_failed", problem
+                return result
+        result.status, result.score, result.label = "scored", score, label
+        return result
+    except ModelError as exc:
+        meta.error = redact(str(exc))
+        result.reason = f"judge call failed ({exc.category}): {meta.error}"
+        result.error_category = exc.category
+        return result

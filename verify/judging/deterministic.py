@@ -1,0 +1,143 @@
+"""Deterministic trait evaluation: regex traits, callable traits, confusion-matrix metrics.
+
+Callable traits run Python code from the checkpoint. verify accepts base64 of *source text* (a
+function ``f(text)``) and refuses cloudpickle payloads: unpickling runs arbitrary code on load and
+is tied to the Python version that wrote it. A refused or failing callable is ``unscored`` with
+the reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import binascii
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from verify.benchmark.traits import CallableTrait, MetricTrait, RegexTrait
+from verify.results.models import Score
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A deterministic trait's outcome: a score, or the reason there is none."""
+
+    score: Score | None
+    label: str | None = None
+    reason: str | None = None
+
+
+def eval_regex(trait: RegexTrait, text: str) -> Verdict:
+    flags = 0 if trait.case_sensitive else re.IGNORECASE
+    found = re.search(trait.pattern, text, flags) is not None
+    return Verdict(score=found != trait.invert_result)
+
+
+_SAFE_BUILTINS = {
+    name: __builtins__[name] if isinstance(__builtins__, dict) else getattr(__builtins__, name)  # noqa: B009
+    for name in (
+        "abs", "all", "any", "bool", "dict", "enumerate", "filter", "float", "int", "isinstance", "len",
+        "list", "map", "max", "min", "range", "reversed", "round", "set", "sorted", "str", "sum",
+        "tuple", "zip", "ValueError", "TypeError", "Exception",
+    )
+}
+_ALLOWED_IMPORTS = {"re", "math", "string", "collections", "statistics", "json", "itertools"}
+
+
+def load_callable(trait: CallableTrait) -> Callable[[str], Any]:
+    """Decode and compile the trait's function; raises ValueError with a clear reason."""
+    if not trait.callable_code:
+        raise ValueError("the trait has no callable_code")
+    try:
+        raw = base64.b64decode(trait.callable_code, validate=False)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError(f"callable_code is not base64: {exc}") from None
+    if raw[:1] == b"\x80":
+        raise ValueError(
+            "callable_code is a cloudpickle payload; verify does not unpickle code from files. "
+            "Store base64 of the function's source instead"
+        )
+    try:
+        source = raw.decode("utf-8")
+        tree = ast.parse(source)
+    except (UnicodeDecodeError, SyntaxError) as exc:
+        raise ValueError(f"callable_code is not Python source: {exc}") from None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            bad = [n for n in names if n.split(".")[0] not in _ALLOWED_IMPORTS]
+            if bad:
+                raise ValueError(f"callable_code imports {bad}; allowed: {sorted(_ALLOWED_IMPORTS)}")
+        if isinstance(node, ast.Attribute) and node.attr.startswith("__"):
+            raise ValueError(f"callable_code uses dunder attribute {node.attr!r}")
+    functions = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    if not functions:
+        raise ValueError("callable_code defines no function")
+
+    def guarded_import(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.split(".")[0] not in _ALLOWED_IMPORTS:
+            raise ImportError(f"import of {name!r} is not allowed in callable traits")
+        return __import__(name, *args, **kwargs)
+
+    namespace: dict[str, Any] = {"__builtins__": {**_SAFE_BUILTINS, "__import__": guarded_import}}
+    exec(compile(tree, f"<callable trait {trait.name}>", "exec"), namespace)  # noqa: S102
+    fn = namespace[functions[-1]]
+    if not callable(fn):
+        raise ValueError("callable_code's function is not callable")
+    return fn  # type: ignore[no-any-return]
+
+
+def eval_callable(trait: CallableTrait, text: str) -> Verdict:
+    try:
+        value = load_callable(trait)(text)
+    except Exception as exc:
+        return Verdict(score=None, reason=f"callable failed: {type(exc).__name__}: {exc}")
+    if trait.kind == "boolean":
+        if not isinstance(value, bool):
+            return Verdict(None, reason=f"boolean callable returned {type(value).__name__}, not bool")
+        return Verdict(score=value != trait.invert_result)
+    if trait.kind == "score":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return Verdict(None, reason=f"score callable returned {value!r}, not a number")
+        lo = trait.min_score if trait.min_score is not None else 1
+        hi = trait.max_score if trait.max_score is not None else 5
+        if not lo <= value <= hi:
+            return Verdict(None, reason=f"score {value} outside [{lo}, {hi}]")
+        return Verdict(score=value)
+    names = list((trait.classes or {}).keys())
+    if value not in names:
+        return Verdict(None, reason=f"literal callable returned {value!r}, not one of {names}")
+    return Verdict(score=names.index(value), label=str(value))
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        key = item.strip().lower()
+        if key and key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+def confusion_metrics(trait: MetricTrait, lists: dict[str, list[str]]) -> tuple[dict[str, list[str]], dict[str, float]]:
+    """Dedupe the judge's lists (if asked) and compute the trait's metrics; 0.0 on a zero denominator."""
+    if trait.repeated_extraction:
+        lists = {k: _dedupe(v) for k, v in lists.items()}
+    tp, fn, fp, tn = (len(lists.get(k, [])) for k in ("tp", "fn", "fp", "tn"))
+
+    def ratio(a: float, b: float) -> float:
+        return a / b if b else 0.0
+
+    precision, recall = ratio(tp, tp + fp), ratio(tp, tp + fn)
+    values = {
+        "precision": precision,
+        "recall": recall,
+        "specificity": ratio(tn, tn + fp),
+        "accuracy": ratio(tp + tn, tp + tn + fp + fn),
+        "f1": ratio(2 * precision * recall, precision + recall) if precision + recall else 0.0,
+    }
+    return lists, {m: values[m] for m in trait.metrics}

@@ -1,0 +1,492 @@
+"""The real :class:`~verify.llm.ports.ChatModel`: any langchain chat model built by ``init_chat_model``.
+
+Interfaces (``ModelConfig.interface``):
+
+* ``langchain``: ``init_chat_model(model_name, model_provider=...)``; the provider's integration
+  package must be installed (``langchain-openai``, ``langchain-anthropic``, ``langchain-ollama``...).
+* ``openai_endpoint``: any OpenAI-compatible server: ``endpoint_base_url`` (``/v1`` appended unless
+  it is there already or ``extra_kwargs.endpoint_base_url_mode == "raw"``), ``endpoint_api_key``.
+* ``openrouter``: ``https://openrouter.ai/api/v1`` with ``OPENROUTER_API_KEY``.
+
+SDK retries are switched off (``max_retries=0``): :class:`verify.llm.resilience.RetryingModel` retries.
+Credentials are read here and only here, from ``api_key_env`` (default ``os.environ``).
+
+Structured output. When a request carries a schema, the adapter asks for it natively, with
+the method ``extra_kwargs.structured_output_method`` names, or else the provider default:
+
+* ``json_schema`` (OpenAI-like default): ``response_format={"type": "json_schema", ...,
+  "strict": False}``; Ollama (its default too) gets ``format=<schema>``.
+* ``function_calling`` (Anthropic and other providers' default): one tool, forced.
+* ``json_mode``: ``response_format={"type": "json_object"}`` / Ollama ``format="json"``.
+* ``none``: plain text; :mod:`verify.llm.structured` finds the JSON.
+
+The adapter only *reads* the reply: ``parsed`` is set when the content (or the tool arguments)
+is a JSON object; validation against the schema is :mod:`verify.llm.structured`'s job. If the
+provider rejects the native request itself (a 4xx such as "response_format not supported",
+or a local parse error in langchain), the adapter makes a plain call instead and, when that
+works, stops asking this endpoint for native output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+import weakref
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from verify.errors import ModelSetupError
+from verify.llm.ports import ChatReply, ChatRequest, Message, Usage
+from verify.llm.resilience import classify_error, redact
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage
+
+    from verify.config.verification import ModelConfig
+
+__all__ = ["OPENROUTER_BASE_URL", "STRUCTURED_METHODS", "LangChainModel"]
+
+log = logging.getLogger(__name__)
+
+OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+STRUCTURED_METHODS = ("json_schema", "function_calling", "json_mode", "none")
+
+# extra_kwargs keys that steer this adapter and are not passed to the model class
+_ADAPTER_KEYS = ("structured_output_method", "endpoint_base_url_mode")
+# providers whose chat class is ChatOpenAI: response_format json_schema goes straight to the SDK
+_OPENAI_LIKE = frozenset({"openai", "azure_openai"})
+_KEY_ENV = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "google_genai": "GOOGLE_API_KEY",
+    "mistralai": "MISTRAL_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "xai": "XAI_API_KEY",
+    "together": "TOGETHER_API_KEY",
+    "fireworks": "FIREWORKS_API_KEY",
+    "cohere": "COHERE_API_KEY",
+}
+_PIP_PACKAGE = re.compile(r"pip install (?:-U )?([A-Za-z0-9_.\-\[\]]+)")
+_TRUNCATED = frozenset({"length", "max_tokens", "max_output_tokens"})
+
+
+def _secret(value: Any) -> str | None:
+    if value is None:
+        return None
+    getter = getattr(value, "get_secret_value", None)
+    text = getter() if callable(getter) else str(value)
+    return text or None
+
+
+def _endpoint_url(base_url: str, mode: str | None) -> str:
+    url = base_url.rstrip("/")
+    if mode == "raw" or url.endswith("/v1"):
+        return url
+    return url + "/v1"
+
+
+def _schema_name(schema: Mapping[str, Any]) -> str:
+    title = str(schema.get("title") or "reply")
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", title)[:64]
+    return name or "reply"
+
+
+def _to_langchain(messages: tuple[Message, ...]) -> list[BaseMessage]:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    classes = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
+    return [classes[m.role](content=m.content) for m in messages]
+
+
+def _message_text(message: Any) -> str:
+    content = getattr(message, "content", message)
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+        return "".join(parts)
+    return "" if content is None else str(content)
+
+
+def _usage(message: Any) -> Usage:
+    meta = getattr(message, "usage_metadata", None) or {}
+    return Usage(int(meta.get("input_tokens") or 0), int(meta.get("output_tokens") or 0))
+
+
+def _finish_reason(message: Any) -> str | None:
+    meta = getattr(message, "response_metadata", None) or {}
+    for key in ("finish_reason", "stop_reason", "done_reason"):
+        value = meta.get(key)
+        if value:
+            return str(value)
+    return None
+
+
+def _new_openai_async_client() -> Any:
+    import openai
+
+    return openai.DefaultAsyncHttpxClient()
+
+
+def _own_anthropic_client(llm: Any) -> Any:
+    """Give a ChatAnthropic its own async client instead of the process-wide cached one."""
+    try:
+        import anthropic
+
+        params = dict(llm._client_params)
+        http = anthropic.DefaultAsyncHttpxClient(base_url=params["base_url"])
+        llm.__dict__["_async_client"] = anthropic.AsyncClient(**params, http_client=http)
+        return http
+    except Exception as exc:  # noqa: BLE001 - the shared client still works within one event loop
+        log.debug("could not give ChatAnthropic its own HTTP client: %s", exc)
+        return None
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class LangChainModel:
+    """A :class:`~verify.llm.ports.ChatModel` over ``langchain.chat_models.init_chat_model``."""
+
+    def __init__(self, config: ModelConfig, *, api_key_env: Mapping[str, str] | None = None) -> None:
+        self.config = config
+        env: Mapping[str, str] = os.environ if api_key_env is None else api_key_env
+        interface = config.interface
+        extra = dict(config.extra_kwargs or {})
+        method = extra.pop("structured_output_method", None)
+        base_url_mode = extra.pop("endpoint_base_url_mode", None)
+        model_name = config.model_name
+        if not model_name:
+            raise ModelSetupError(
+                f"model {config.id!r} has no model_name", "set model_name in the model config"
+            )
+        self.timeout: float | None = config.request_timeout
+        kwargs: dict[str, Any] = {"temperature": config.temperature}
+        base_url: str | None = None
+
+        if interface == "openai_endpoint":
+            provider = "openai"
+            if not config.endpoint_base_url:
+                raise ModelSetupError(
+                    f"model {config.id!r}: interface openai_endpoint needs endpoint_base_url",
+                    "set endpoint_base_url to the server's URL, e.g. http://localhost:8000/v1",
+                )
+            base_url = _endpoint_url(config.endpoint_base_url, base_url_mode)
+            kwargs["api_key"] = _secret(config.endpoint_api_key) or extra.pop("api_key", None) or "none"
+        elif interface == "openrouter":
+            provider = "openai"
+            base_url = OPENROUTER_BASE_URL
+            kwargs["api_key"] = extra.pop("api_key", None) or self._require_env(env, "OPENROUTER_API_KEY")
+        elif interface == "langchain":
+            provider = (config.model_provider or "").strip()
+            if not provider:
+                raise ModelSetupError(
+                    f"model {config.id!r}: interface langchain needs model_provider",
+                    "set model_provider, e.g. openai, anthropic or ollama",
+                )
+            if provider == "anthropic":
+                base_url = config.anthropic_base_url or extra.pop("base_url", None)
+                key = _secret(config.anthropic_api_key) or extra.pop("api_key", None)
+                if key is None and base_url is None:
+                    key = self._require_env(env, "ANTHROPIC_API_KEY")
+                if key is not None:
+                    kwargs["api_key"] = key
+            elif provider in _KEY_ENV and "api_key" not in extra:
+                base_url = extra.pop("base_url", None)
+                env_name = _KEY_ENV[provider]
+                key = env.get(env_name)
+                if key:
+                    kwargs["api_key"] = key
+                elif base_url is not None:
+                    kwargs["api_key"] = "none"  # a local or proxy endpoint may need no key
+                elif provider == "openai":
+                    raise self._missing_key(env_name)
+                # other providers: a missing package is reported first, then their own key check
+            else:
+                base_url = extra.pop("base_url", None)
+        else:
+            raise ModelSetupError(
+                f"model {config.id!r}: interface {interface!r} is not served by the langchain adapter",
+                "use langchain, openai_endpoint or openrouter",
+            )
+
+        if provider == "ollama":
+            kwargs["num_predict"] = config.max_tokens
+            if self.timeout is not None:
+                kwargs["client_kwargs"] = {"timeout": self.timeout}
+        else:
+            kwargs["max_tokens"] = config.max_tokens
+            kwargs["max_retries"] = 0
+            if self.timeout is not None:
+                kwargs["timeout"] = self.timeout
+        if base_url is not None:
+            kwargs["base_url"] = base_url
+        kwargs.update(extra)
+
+        family = "openai" if provider in _OPENAI_LIKE else provider
+        if method is None:
+            method = "json_schema" if family in ("openai", "ollama") else "function_calling"
+        if method not in STRUCTURED_METHODS:
+            raise ModelSetupError(
+                f"model {config.id!r}: unknown structured_output_method {method!r}",
+                f"use one of {', '.join(STRUCTURED_METHODS)}",
+            )
+        self.provider = provider
+        self.model_name: str = model_name
+        self.family = family
+        self.structured_method: str = method
+        self.base_url = base_url
+        self.native_disabled = False
+        self._kwargs = kwargs
+        self._http_clients: list[Any] = []  # the async HTTP clients this adapter opened, closed by aclose()
+        self._llm = self._init(model_name, provider, kwargs)  # built now: setup errors surface early
+        self._llm_loop: asyncio.AbstractEventLoop | None = None
+        self._loop_llms: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, BaseChatModel] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._model_id = self._make_id(provider, model_name, base_url, extra, method)
+
+    # -- construction ------------------------------------------------------------------------------
+
+    def _missing_key(self, env_name: str) -> ModelSetupError:
+        return ModelSetupError(
+            f"model {self.config.id!r} needs an API key: {env_name} is not set",
+            f"export {env_name}=... (or put it in your environment) and run again",
+        )
+
+    def _require_env(self, env: Mapping[str, str], env_name: str) -> str:
+        value = env.get(env_name)
+        if not value:
+            raise self._missing_key(env_name)
+        return value
+
+    def _init(self, model_name: str, provider: str, kwargs: dict[str, Any]) -> BaseChatModel:
+        try:
+            from langchain.chat_models import init_chat_model
+        except ImportError as exc:  # pragma: no cover - langchain is a core dependency
+            raise ModelSetupError("the langchain package is not installed", "pip install langchain") from exc
+        kwargs = dict(kwargs)
+        own_client = provider in ("openai", "azure_openai") and "http_async_client" not in kwargs
+        if own_client:
+            kwargs["http_async_client"] = _new_openai_async_client()
+            self._http_clients.append(kwargs["http_async_client"])
+        try:
+            llm = init_chat_model(model_name, model_provider=provider, **kwargs)
+        except ImportError as exc:
+            match = _PIP_PACKAGE.search(str(exc))
+            package = match.group(1).rstrip(".`'\"") if match else f"langchain-{provider.replace('_', '-')}"
+            raise ModelSetupError(
+                f"model {self.config.id!r}: provider {provider!r} needs the {package} package",
+                f"pip install {package}",
+            ) from exc
+        except Exception as exc:
+            text = str(exc)
+            lowered = text.lower()
+            if "credential" in lowered or "api_key" in lowered or "api key" in lowered:
+                env_name = _KEY_ENV.get(provider, f"{provider.upper()}_API_KEY")
+                raise self._missing_key(env_name) from exc
+            if "unsupported" in lowered and "provider" in lowered:
+                raise ModelSetupError(
+                    f"model {self.config.id!r}: unknown model_provider {provider!r}",
+                    "use a langchain provider key such as openai, anthropic or ollama",
+                ) from exc
+            raise ModelSetupError(
+                f"model {self.config.id!r}: cannot build the {provider} chat model: {redact(text, 300)}"
+            ) from exc
+        if provider == "anthropic":
+            http = _own_anthropic_client(llm)
+            if http is not None:
+                self._http_clients.append(http)
+        return llm
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients this adapter opened (those of other, finished loops may fail)."""
+        clients, self._http_clients = self._http_clients, []
+        for client in clients:
+            try:
+                await client.aclose()
+            except Exception as exc:  # noqa: BLE001 - a client of a closed loop is gone anyway
+                log.debug("closing an HTTP client failed: %s", exc)
+
+    def _llm_for_loop(self) -> BaseChatModel:
+        """The chat model for the running event loop.
+
+        langchain-openai and langchain-anthropic share one cached async HTTP client per
+        (base_url, timeout) across the process, and its pooled connections belong to the loop that
+        opened them: a second ``asyncio.run`` (or the next pytest test) then fails with "Event loop
+        is closed". So each adapter owns its client, and each further event loop gets a fresh model.
+        """
+        loop = asyncio.get_running_loop()
+        if self._llm_loop is None or self._llm_loop is loop:
+            self._llm_loop = loop
+            return self._llm
+        llm = self._loop_llms.get(loop)
+        if llm is None:
+            llm = self._init(self.model_name, self.provider, self._kwargs)
+            self._loop_llms[loop] = llm
+        return llm
+
+    def _make_id(
+        self, provider: str, model_name: str, base_url: str | None, extra: dict[str, Any], method: str
+    ) -> str:
+        safe_extra = {
+            k: v for k, v in sorted(extra.items())
+            if not any(word in k.lower() for word in ("key", "token", "secret", "header", "auth"))
+        }  # fmt: skip
+        identity = {
+            "temperature": self.config.temperature,
+            "max_tokens": self.config.max_tokens,
+            "base_url": base_url,
+            "structured": method,
+            "extra": safe_extra,
+        }
+        digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:10]
+        return f"{provider}:{model_name}@{digest}"
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    # -- calls ---------------------------------------------------------------------------------------
+
+    async def _invoke(self, runnable: Any, messages: list[BaseMessage]) -> Any:
+        if self.timeout is None:
+            return await runnable.ainvoke(messages)
+        # a hard wall-clock guard on top of the SDK's own (per-read) timeout
+        async with asyncio.timeout(self.timeout * 1.5 + 1.0):
+            return await runnable.ainvoke(messages)
+
+    def _native(self, llm: BaseChatModel, schema: dict[str, Any]) -> Any | None:
+        """The runnable that asks for ``schema`` natively, or None for a plain call."""
+        method = self.structured_method
+        if method == "none" or self.native_disabled:
+            return None
+        name = _schema_name(schema)
+        if method == "function_calling":
+            tool = {
+                "type": "function",
+                "function": {"name": name, "description": str(schema.get("description") or f"Return the {name}."),
+                             "parameters": schema},
+            }  # fmt: skip
+            return llm.bind_tools([tool], tool_choice=name)
+        if self.family == "ollama":
+            return llm.bind(format=schema if method == "json_schema" else "json")
+        if self.family == "openai":
+            if method == "json_schema":
+                fmt = {
+                    "type": "json_schema",
+                    "json_schema": {"name": name, "schema": schema, "strict": False},
+                }
+                return llm.bind(response_format=fmt)
+            return llm.bind(response_format={"type": "json_object"})
+        # other providers: let langchain pick the wire format for this method
+        return llm.with_structured_output(schema, method=method, include_raw=True)
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        messages = _to_langchain(request.messages)
+        started = time.perf_counter()
+        llm = self._llm_for_loop()
+        native = self._native(llm, request.schema) if request.schema is not None else None
+        if native is None:
+            message = await self._invoke(llm, messages)
+            return self._reply(message, None, started)
+        try:
+            result = await self._invoke(native, messages)
+        except Exception as exc:
+            reply = self._from_finish_error(exc, started)
+            if reply is not None:
+                return reply
+            if not self._is_unsupported(exc):
+                raise
+            log.warning(
+                "%s: native structured output (%s) failed, using a plain call: %s",
+                self.model_id,
+                self.structured_method,
+                redact(str(exc), 200),
+            )
+            message = await self._invoke(llm, messages)
+            self.native_disabled = True
+            return self._reply(message, None, started)
+        if isinstance(result, dict) and "raw" in result:  # with_structured_output(include_raw=True)
+            parsed = result.get("parsed")
+            return self._reply(result["raw"], parsed if isinstance(parsed, dict) else None, started)
+        return self._reply(result, self._parsed_from(result), started)
+
+    def _parsed_from(self, message: AIMessage) -> dict[str, Any] | None:
+        calls = getattr(message, "tool_calls", None) or []
+        if calls:
+            args = calls[0].get("args")
+            return args if isinstance(args, dict) else None
+        return _json_object(_message_text(message).strip())
+
+    def _reply(self, message: Any, parsed: dict[str, Any] | None, started: float) -> ChatReply:
+        text = _message_text(message)
+        calls = getattr(message, "tool_calls", None) or []
+        invalid = getattr(message, "invalid_tool_calls", None) or []
+        if calls and parsed is not None:
+            text = json.dumps(parsed, ensure_ascii=False)
+        elif calls and not text.strip():
+            text = json.dumps(calls[0].get("args"), ensure_ascii=False, default=str)
+        elif invalid and not text.strip():
+            text = str(invalid[0].get("args") or "")
+        finish = _finish_reason(message)
+        if (finish or "").lower() in _TRUNCATED:
+            parsed = None  # a cut-off reply may still parse; never trust it
+        return ChatReply(
+            text=text,
+            parsed=parsed,
+            usage=_usage(message),
+            latency_s=time.perf_counter() - started,
+            finish_reason=finish,
+            model=self.model_id,
+        )
+
+    def _from_finish_error(self, exc: Exception, started: float) -> ChatReply | None:
+        """OpenAI's ``parse()`` raises on finish_reason length / content_filter: return the text."""
+        name = type(exc).__name__
+        if name not in ("LengthFinishReasonError", "ContentFilterFinishReasonError"):
+            return None
+        completion = getattr(exc, "completion", None)
+        text = ""
+        usage = Usage()
+        try:
+            text = completion.choices[0].message.content or ""  # type: ignore[union-attr]
+            raw_usage = completion.usage  # type: ignore[union-attr]
+            if raw_usage is not None:
+                usage = Usage(int(raw_usage.prompt_tokens or 0), int(raw_usage.completion_tokens or 0))
+        except (AttributeError, IndexError, TypeError):
+            pass
+        finish = "length" if name == "LengthFinishReasonError" else "content_filter"
+        return ChatReply(
+            text=text, parsed=None, usage=usage, latency_s=time.perf_counter() - started,
+            finish_reason=finish, model=self.model_id,
+        )  # fmt: skip
+
+    def _is_unsupported(self, exc: Exception) -> bool:
+        """A native-structured-output failure that a plain call may avoid (not a transport error)."""
+        category = classify_error(exc)
+        status = getattr(exc, "status_code", None)
+        if category == "permanent":
+            return status not in (401, 403, 404)
+        text = str(exc).lower()
+        return category == "server_error" and any(
+            w in text for w in ("response_format", "json_schema", "tool")
+        )

@@ -1,0 +1,100 @@
+"""Build the :class:`~verify.llm.ports.ChatModel` a :class:`~verify.config.verification.ModelConfig` describes.
+
+The chain (outermost first)::
+
+    CachedModel -> RetryingModel -> LimitedModel -> adapter
+
+so a cache hit costs neither a retry budget nor a concurrency slot, and a call that is
+sleeping out a backoff does not hold a slot (the limit counts requests in flight).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from verify.errors import ModelError
+from verify.llm.ports import ChatModel, ChatReply, ChatRequest, Usage
+from verify.llm.resilience import LimitedModel, RetryingModel
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from verify.config.verification import ModelConfig, RetryPolicy
+    from verify.llm.cache import ResponseCache
+
+__all__ = ["CountingModel", "build_model"]
+
+
+def build_model(
+    config: ModelConfig,
+    *,
+    cache: ResponseCache | None = None,
+    limiter: asyncio.Semaphore | None = None,
+    policy: RetryPolicy | None = None,
+    request_timeout: float | None = None,
+    api_key_env: Mapping[str, str] | None = None,
+) -> ChatModel:
+    """The adapter for ``config.interface``, wrapped in retry, limiter and cache.
+
+    ``policy`` and ``request_timeout`` are the run's defaults: the model's own
+    ``retry_policy`` / ``request_timeout`` win when set (karenina stamps them the same way);
+    with neither, karenina's default RetryPolicy and the SDK's timeout apply. ``manual`` has no
+    live model and raises :class:`ModelError`.
+    """
+    interface = config.interface
+    if config.request_timeout is None and request_timeout is not None:
+        config = config.model_copy(update={"request_timeout": request_timeout})
+    model: ChatModel
+    if interface == "manual":
+        raise ModelError("manual interface has no live model", "permanent")
+    if interface == "simulated":
+        from verify.llm.simulated.model import SimulatedModel
+
+        model = SimulatedModel(config)
+    else:
+        from verify.llm.adapters.langchain import LangChainModel
+
+        model = LangChainModel(config, api_key_env=api_key_env)
+    if limiter is not None:
+        model = LimitedModel(model, limiter)
+    model = RetryingModel(model, config.retry_policy or policy)
+    if cache is not None:
+        from verify.llm.cache import CachedModel
+
+        model = CachedModel(model, cache)
+    return model
+
+
+class CountingModel:
+    """Counts calls, usage and calls per purpose of ``inner`` (for tests and benchmarks)."""
+
+    def __init__(self, inner: ChatModel) -> None:
+        self.inner = inner
+        self.calls = 0
+        self.cached_calls = 0
+        self.failures = 0
+        self.usage = Usage()
+        self.latency_s = 0.0
+        self.by_purpose: Counter[str] = Counter()
+        self.requests: list[ChatRequest] = []
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        self.calls += 1
+        self.by_purpose[request.purpose] += 1
+        self.requests.append(request)
+        try:
+            reply = await self.inner.complete(request)
+        except Exception:
+            self.failures += 1
+            raise
+        self.usage = self.usage + reply.usage
+        self.latency_s += reply.latency_s
+        if reply.cached:
+            self.cached_calls += 1
+        return reply

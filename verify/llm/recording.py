@@ -1,0 +1,55 @@
+"""Usage and call counts measured at the port: wrap a task's models, read the records afterwards."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+from verify.llm.ports import ChatModel, ChatReply, ChatRequest, Usage
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    purpose: str
+    trait: str | None
+    usage: Usage
+    latency_s: float
+    cached: bool
+    failed: bool = False
+
+
+@dataclass
+class RecordingModel:
+    """Passes every request to ``inner`` and records purpose, trait, usage and latency.
+
+    It also stamps the task's replicate number on each request, so the response cache keeps
+    replicates apart.
+    """
+
+    inner: ChatModel
+    replicate: int | None = None
+    records: list[CallRecord] = field(default_factory=list)
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        if self.replicate is not None:
+            request = replace(request, replicate=self.replicate)
+        started = time.perf_counter()
+        try:
+            reply = await self.inner.complete(request)
+        except Exception:
+            # A call that failed for good still counts as a call (and is visible in usage).
+            self.records.append(
+                CallRecord(request.purpose, request.trait, Usage(), time.perf_counter() - started, False, True)
+            )
+            raise
+        self.records.append(
+            CallRecord(request.purpose, request.trait, reply.usage, reply.latency_s, reply.cached)
+        )
+        return reply
+
+    def calls_for(self, trait: str, prefix: str = "") -> int:
+        return sum(1 for r in self.records if r.trait == trait and r.purpose.startswith(prefix))

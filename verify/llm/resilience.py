@@ -1,0 +1,326 @@
+"""Retries and a global concurrency limit, as :class:`~verify.llm.ports.ChatModel` wrappers.
+
+The wrapper chain built by :func:`verify.llm.build.build_model` is::
+
+    CachedModel -> RetryingModel -> LimitedModel -> adapter
+
+* the cache is outermost, so a hit costs no retry budget and no concurrency slot;
+* the limiter sits *inside* the retry loop, so it counts requests in flight: a call that is
+  sleeping out a backoff does not hold a slot that another call could use.
+
+Errors are classified into ``connection``, ``timeout``, ``rate_limit``, ``server_error`` or
+``permanent`` by class name (walking the MRO and the ``__cause__`` chain) and by HTTP status
+code, so no provider SDK has to be imported here. A :class:`~verify.errors.ModelError` raised
+by an inner model keeps its own category (the simulated model uses this to inject faults).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from verify.errors import ModelError
+from verify.llm.ports import ChatModel, ChatReply, ChatRequest
+from verify.secrets import redact
+
+if TYPE_CHECKING:
+    from verify.config.verification import RetryPolicy
+
+__all__ = [
+    "RETRYABLE",
+    "Backoff",
+    "LimitedModel",
+    "RetryingModel",
+    "backoff_for",
+    "classify_error",
+    "redact",
+    "retry_after_seconds",
+]
+
+log = logging.getLogger(__name__)
+
+RETRYABLE = ("connection", "timeout", "rate_limit", "server_error")
+
+# Class names, checked most-specific first along the MRO (APITimeoutError subclasses
+# APIConnectionError in the OpenAI SDK, so the first match wins).
+_NAME_CATEGORY: dict[str, str] = {
+    "RateLimitError": "rate_limit",
+    "OverloadedError": "rate_limit",
+    "TooManyRequests": "rate_limit",
+    "APITimeoutError": "timeout",
+    "TimeoutException": "timeout",  # httpx / httpx2 base of every timeout
+    "ReadTimeout": "timeout",
+    "WriteTimeout": "timeout",
+    "ConnectTimeout": "timeout",
+    "PoolTimeout": "timeout",
+    "RequestTimeoutError": "timeout",
+    "DeadlineExceededError": "timeout",
+    "GatewayTimeoutError": "timeout",
+    "TimeoutError": "timeout",  # builtin, also asyncio.TimeoutError
+    "APIConnectionError": "connection",
+    "ConnectError": "connection",
+    "RemoteProtocolError": "connection",
+    "ReadError": "connection",
+    "WriteError": "connection",
+    "NetworkError": "connection",
+    "ConnectionError": "connection",  # builtin and its subclasses (refused, reset, aborted)
+    "ServerDisconnectedError": "connection",
+    "InternalServerError": "server_error",
+    "ServiceUnavailableError": "server_error",
+    "HTTPNotImplementedError": "permanent",
+    "AuthenticationError": "permanent",
+    "PermissionDeniedError": "permanent",
+    "BadRequestError": "permanent",
+    "NotFoundError": "permanent",
+    "UnprocessableEntityError": "permanent",
+}
+
+_MESSAGE_HINTS: tuple[tuple[str, str], ...] = (
+    ("rate limit", "rate_limit"),
+    ("too many requests", "rate_limit"),
+    ("overloaded", "rate_limit"),
+    ("timed out", "timeout"),
+    ("timeout", "timeout"),
+    ("connection refused", "connection"),
+    ("connection reset", "connection"),
+    ("connection error", "connection"),
+    ("server disconnected", "connection"),
+)
+
+
+def _status_category(status: int) -> str | None:
+    if status == 429 or status == 529:
+        return "rate_limit"
+    if status == 408:
+        return "timeout"
+    if status >= 500:
+        return "server_error"
+    if 400 <= status < 500:
+        return "permanent"
+    return None
+
+
+def _status_code(exc: BaseException) -> int | None:
+    for attr in ("status_code", "status", "http_status"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int) and 100 <= value <= 599:
+            return value
+    response = getattr(exc, "response", None)
+    value = getattr(response, "status_code", None)
+    return value if isinstance(value, int) else None
+
+
+def _classify_one(exc: BaseException) -> str | None:
+    if isinstance(exc, ModelError):
+        return exc.category
+    for cls in type(exc).__mro__:
+        category = _NAME_CATEGORY.get(cls.__name__)
+        if category is not None:
+            if category == "permanent":
+                # a 4xx class name is only as good as its status; trust the status when present
+                status = _status_code(exc)
+                return (_status_category(status) or category) if status is not None else category
+            return category
+    status = _status_code(exc)
+    if status is not None:
+        return _status_category(status)
+    return None
+
+
+def classify_error(exc: BaseException) -> str:
+    """Return ``connection``, ``timeout``, ``rate_limit``, ``server_error`` or ``permanent``."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(seen) < 8:
+        seen.add(id(current))
+        category = _classify_one(current)
+        if category is not None:
+            return category
+        current = current.__cause__ or current.__context__
+    text = str(exc).lower()
+    for needle, category in _MESSAGE_HINTS:
+        if needle in text:
+            return category
+    return "permanent"
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """The server's Retry-After (``retry-after-ms`` or ``retry-after``: seconds or HTTP date)."""
+    direct = getattr(exc, "retry_after", None)
+    if isinstance(direct, int | float) and direct >= 0:
+        return float(direct)
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000.0)
+        raw = headers.get("retry-after")
+    except Exception:  # noqa: BLE001 - odd header containers must never break a retry
+        return None
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except (TypeError, ValueError):
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(str(raw))
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Budget and backoff of one error category."""
+
+    retries: int
+    backoff_min: float
+    backoff_max: float
+    multiplier: float = 2.0
+    jitter: bool = True
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        """``min(backoff_min * multiplier**attempt, backoff_max)``, full-jittered: uniform(0, that)."""
+        ceiling = min(self.backoff_min * self.multiplier**attempt, self.backoff_max)
+        if ceiling <= 0:
+            return 0.0
+        return rng.uniform(0.0, ceiling) if self.jitter else ceiling
+
+
+_NO_RETRY = Backoff(0, 0.0, 0.0)
+
+
+def backoff_for(policy: RetryPolicy | None, category: str) -> Backoff:
+    """One category's budget and backoff; ``None`` means ``RetryPolicy()`` (karenina's defaults).
+
+    ``permanent`` and unknown categories never retry.
+    """
+    if category not in RETRYABLE:
+        return _NO_RETRY
+    if policy is None:
+        from verify.config.verification import RetryPolicy
+
+        policy = RetryPolicy()
+    section = policy.for_category(category)
+    return Backoff(
+        retries=section.max_attempts,
+        backoff_min=section.backoff_min,
+        backoff_max=section.backoff_max,
+        multiplier=section.backoff_multiplier,
+        jitter=policy.jitter,
+    )
+
+
+class RetryingModel:
+    """Retries transient failures of ``inner`` with per-category budgets (fresh for each call).
+
+    Permanent errors and exhausted budgets raise :class:`ModelError` whose message names the
+    model, the category and the last error (credentials redacted). ``retries_used`` counts the
+    retries spent per category over the wrapper's life; ``delays`` lists every sleep taken.
+    """
+
+    def __init__(
+        self,
+        inner: ChatModel,
+        policy: RetryPolicy | None,
+        *,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        rng: random.Random | None = None,
+        max_retry_after: float = 60.0,
+    ) -> None:
+        if policy is None:
+            from verify.config.verification import RetryPolicy
+
+            policy = RetryPolicy()
+        self.inner = inner
+        self.policy: RetryPolicy = policy
+        self._sleep = sleep
+        self._rng = rng if rng is not None else random.Random(0)
+        self.max_retry_after = max_retry_after
+        self.retries_used: dict[str, int] = dict.fromkeys(RETRYABLE, 0)
+        self.failures: dict[str, int] = {}
+        self.delays: list[float] = []
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    def budgets(self) -> dict[str, int]:
+        """Retries allowed per category for one call."""
+        return {category: backoff_for(self.policy, category).retries for category in RETRYABLE}
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        used: dict[str, int] = {}
+        while True:
+            try:
+                return await self.inner.complete(request)
+            except Exception as exc:  # noqa: BLE001 - classified below; permanent ones re-raised
+                category = classify_error(exc)
+                error: BaseException = exc
+            backoff = backoff_for(self.policy, category)
+            attempt = used.get(category, 0)
+            if category not in RETRYABLE or attempt >= backoff.retries:
+                self.failures[category] = self.failures.get(category, 0) + 1
+                final = self._final_error(error, category, attempt)
+                if final is error:
+                    raise error
+                raise final from error
+            used[category] = attempt + 1
+            self.retries_used[category] = self.retries_used.get(category, 0) + 1
+            delay = backoff.delay(attempt, self._rng)
+            hinted = retry_after_seconds(error)
+            if hinted is not None:
+                delay = min(hinted, self.max_retry_after)
+            self.delays.append(delay)
+            log.info(
+                "%s: %s error (retry %d/%d in %.2fs): %s",
+                self.model_id,
+                category,
+                attempt + 1,
+                backoff.retries,
+                delay,
+                redact(str(error), 200),
+            )
+            await self._sleep(delay)
+
+    def _final_error(self, error: BaseException, category: str, retries: int) -> ModelError:
+        if isinstance(error, ModelError) and category == "permanent":
+            return error
+        detail = redact(f"{type(error).__name__}: {error}")
+        if category in RETRYABLE:
+            message = f"{self.model_id}: {category} error, gave up after {retries} retries: {detail}"
+        else:
+            message = f"{self.model_id}: {detail}"
+        return ModelError(message, category)
+
+
+class LimitedModel:
+    """Holds one slot of a shared semaphore while ``inner`` runs (one global limit per run)."""
+
+    def __init__(self, inner: ChatModel, semaphore: asyncio.Semaphore) -> None:
+        self.inner = inner
+        self.semaphore = semaphore
+        self.in_flight = 0
+        self.peak_in_flight = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        async with self.semaphore:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            try:
+                return await self.inner.complete(request)
+            finally:
+                self.in_flight -= 1

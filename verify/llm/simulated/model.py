@@ -1,0 +1,59 @@
+"""The in-process simulated model: the ChatModel port over ``brain.reply``, no network.
+
+Selected by ``"interface": "simulated"`` in a preset. ``extra_kwargs`` may set ``latency_ms``,
+``fabricate_rate``, ``malformed_rate`` and ``seed`` to inject the same faults as the HTTP server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from verify.llm.ports import ChatReply, ChatRequest, Usage
+from verify.llm.simulated import brain
+
+
+def _tokens(text: str) -> int:
+    return len(text) // 4 + 1
+
+
+class SimulatedModel:
+    """A deterministic offline model. Its model id always says "simulated"."""
+
+    def __init__(self, config: Any) -> None:
+        extra = dict(getattr(config, "extra_kwargs", None) or {})
+        name = getattr(config, "model_name", None) or "simulated"
+        self._name = name if "simulated" in name else f"simulated-{name}"
+        self.latency_s = float(extra.get("latency_ms", 0)) / 1000
+        self.faults = brain.Faults(
+            malformed_json=float(extra.get("malformed_rate", 0)),
+            fabricate_excerpts=float(extra.get("fabricate_rate", 0)),
+            seed=int(extra.get("seed", 0)),
+        )
+        self.calls = 0
+
+    @property
+    def model_id(self) -> str:
+        f = self.faults
+        return f"simulated:{self._name}:v{brain.VERSION}:f{f.malformed_json}:{f.fabricate_excerpts}:{f.seed}"
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        self.calls += 1
+        started = time.perf_counter()
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        text = brain.reply(request.messages, request.schema, self.faults)
+        parsed = None
+        if request.schema is not None:
+            try:
+                value = json.loads(text)
+                parsed = value if isinstance(value, dict) else None
+            except ValueError:
+                parsed = None
+        prompt_tokens = sum(_tokens(m.content) for m in request.messages)
+        return ChatReply(
+            text=text, parsed=parsed, usage=Usage(prompt_tokens, _tokens(text)),
+            latency_s=time.perf_counter() - started, finish_reason="stop", model=self.model_id,
+        )

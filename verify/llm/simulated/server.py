@@ -1,0 +1,481 @@
+"""An OpenAI-compatible HTTP server on 127.0.0.1 that answers with the simulated brain.
+
+It serves ``POST /v1/chat/completions`` (plain, ``stream: true`` as SSE, ``response_format``
+``json_schema`` / ``json_object``, forced tools) and ``GET /v1/models``, so the real OpenAI SDK and
+langchain-openai can be driven offline::
+
+    with start_server(rate_429=0.2, seed=1) as server:
+        llm = init_chat_model("openai:simulated-judge", base_url=server.url, api_key="sk-test")
+
+HTTP faults (429, 500, truncation) are drawn per request from ``seed``, a digest of the request
+body and how many times that same body was seen before, so a run is reproducible under
+concurrency while a retried request gets a fresh draw. Reply faults (malformed JSON, fabricated
+excerpts) are the brain's: it gets ``Faults(malformed_rate, fabricate_rate, seed)`` unchanged and
+decides by hashing the prompt, exactly as the in-process model does. ``fail_first=N`` answers the
+first N chat requests with ``fail_status``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+from verify.llm.ports import Message, Role
+from verify.llm.simulated import brain
+
+_ROLES: dict[str, Role] = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "assistant": "assistant",
+}
+_ERROR_TYPES = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("permission_denied", None),
+    404: ("invalid_request_error", "not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+}
+_HIDDEN_HEADERS = {"authorization", "api-key", "x-api-key"}
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    latency_ms: float = 0.0
+    rate_429: float = 0.0
+    rate_500: float = 0.0
+    malformed_rate: float = 0.0
+    fabricate_rate: float = 0.0
+    truncate_rate: float = 0.0
+    fail_first: int = 0
+    fail_status: int = 429
+    seed: int = 0
+    retry_after_ms: float | None = 10.0
+    record: bool = True
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    """What the request asks for: a schema (or None), JSON or not, and the tool to call if any."""
+
+    schema: dict[str, Any] | None
+    json_only: bool
+    tool: str | None
+    forced: bool
+
+
+class _Fail(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class SimulatedServer:
+    """A running server. ``requests`` records every request (headers without credentials) as
+    ``{"method", "path", "headers", "json", "status"}``, unless started with ``record=False``."""
+
+    def __init__(self, options: ServerOptions, port: int = 0) -> None:
+        self.options = options
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._count = 0
+        self._chat_count = 0
+        self._seen: Counter[str] = Counter()
+        self._stopped = False
+        self._httpd = _HTTPServer(("127.0.0.1", port), _Handler)
+        self._httpd.sim = self
+        self.port: int = self._httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="simulated-openai", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def request_count(self) -> int:
+        """Requests received, recorded or not."""
+        return self._count
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"].endswith("/chat/completions")]
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> SimulatedServer:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def _record(self, entry: dict[str, Any]) -> None:
+        with self._lock:
+            self._count += 1
+            if self.options.record:
+                self.requests.append(entry)
+
+    def _next_attempt(self, body: bytes) -> tuple[int, str, int]:
+        """(chat request index, body digest, times this body was seen before)."""
+        digest = hashlib.sha256(body).hexdigest()
+        with self._lock:
+            index = self._chat_count
+            self._chat_count += 1
+            seen = self._seen[digest]
+            self._seen[digest] += 1
+        return index, digest, seen
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # many concurrent clients; the default backlog of 5 resets connections
+    sim: SimulatedServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes; don't delay the body
+    server: _HTTPServer
+    server_version = "verify-simulated/1"
+
+    _current: dict[str, Any] | None = None
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._entry(None)
+        if self.path.rstrip("/").endswith("/models"):
+            data = [{"id": "simulated-judge", "object": "model", "created": 0, "owned_by": "verify"}]
+            self._send_json(200, {"object": "list", "data": data})
+        else:
+            self._send_error(404, f"unknown path {self.path}")
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._entry(None, raw=raw.decode("utf-8", "replace"))
+            self._send_error(400, "request body is not valid JSON")
+            return
+        self._entry(body)
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send_error(404, f"unknown path {self.path}; this server serves /v1/chat/completions")
+            return
+        try:
+            self._chat(raw, body)
+        except _Fail as fail:
+            self._send_error(fail.status, fail.message)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client went away mid-reply
+        except Exception as exc:  # a bug or a brain failure: say so instead of dropping the connection
+            self._send_error(500, f"simulated server error: {type(exc).__name__}: {exc}", "server_error")
+
+    def _entry(self, body: Any, raw: str | None = None) -> dict[str, Any]:
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HIDDEN_HEADERS}
+        entry: dict[str, Any] = {"method": self.command, "path": self.path, "headers": headers, "json": body}
+        if raw is not None:
+            entry["raw"] = raw
+        entry["status"] = None
+        self._current = entry
+        self.server.sim._record(entry)
+        return entry
+
+    # -- the chat completion ---------------------------------------------------------------------
+
+    def _chat(self, raw: bytes, body: Any) -> None:
+        sim = self.server.sim
+        opts = sim.options
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
+            raise _Fail(400, "'messages' must be a non-empty list")
+        index, digest, seen = sim._next_attempt(raw)
+        rng = random.Random(f"{opts.seed}|{digest}|{seen}")
+        draw_429, draw_500, draw_truncate = rng.random(), rng.random(), rng.random()
+        if opts.latency_ms > 0:
+            time.sleep(opts.latency_ms / 1000)
+        if index < opts.fail_first:
+            raise _Fail(opts.fail_status, f"simulated failure {index + 1} of the first {opts.fail_first}")
+        if draw_429 < opts.rate_429:
+            raise _Fail(429, "Rate limit reached for simulated-judge (simulated)")
+        if draw_500 < opts.rate_500:
+            raise _Fail(500, "The server had an error while processing your request (simulated)")
+
+        messages = _messages(body["messages"])
+        wanted = _wanted(body)
+        faults = brain.Faults(
+            malformed_json=opts.malformed_rate, fabricate_excerpts=opts.fabricate_rate, seed=opts.seed
+        )
+        text = brain.reply(messages, wanted.schema, faults)
+        if wanted.json_only and wanted.schema is None and not _is_json(text):
+            text = json.dumps({"content": text})
+
+        finish = "stop" if wanted.tool is None or wanted.forced else "tool_calls"
+        limit = body.get("max_completion_tokens") or body.get("max_tokens")
+        if draw_truncate < opts.truncate_rate:
+            text, finish = text[: len(text) // 2], "length"
+        elif isinstance(limit, int) and limit > 0 and len(text) // 4 + 1 > limit:
+            text, finish = text[: limit * 4], "length"
+
+        model = str(body.get("model") or "simulated-judge")
+        reply_id = f"chatcmpl-sim-{digest[:12]}-{seen}"
+        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+        if wanted.tool is not None:
+            function = {"name": wanted.tool, "arguments": text}
+            call = {"id": f"call_{digest[:16]}_{seen}", "type": "function", "function": function}
+            message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": [call]}
+        prompt_chars = sum(len(m.content) for m in messages)
+        usage = {
+            "prompt_tokens": prompt_chars // 4 + 1,
+            "completion_tokens": len(text) // 4 + 1,
+            "total_tokens": prompt_chars // 4 + 1 + len(text) // 4 + 1,
+        }
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            self._send_stream(reply_id, model, message, finish, usage if include_usage else None)
+            return
+        payload = {
+            "id": reply_id,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "usage": usage,
+            "system_fingerprint": "verify-simulated",
+        }
+        self._send_json(200, payload)
+
+    # -- responses -------------------------------------------------------------------------------
+
+    def _send_json(self, status: int, payload: Any, extra: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        if self._current is not None:
+            self._current["status"] = status
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (extra or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_error(self, status: int, message: str, error_type: str | None = None) -> None:
+        kind, code = _ERROR_TYPES.get(
+            status, ("server_error" if status >= 500 else "invalid_request_error", None)
+        )
+        extra: dict[str, str] = {}
+        after = self.server.sim.options.retry_after_ms
+        if (status == 429 or status >= 500) and after is not None:
+            extra = {"Retry-After": str(int(after // 1000)), "retry-after-ms": str(int(after))}
+        error = {"message": message, "type": error_type or kind, "param": None, "code": code}
+        self._send_json(status, {"error": error}, extra)
+
+    def _send_stream(
+        self, reply_id: str, model: str, message: dict[str, Any], finish: str, usage: dict[str, int] | None
+    ) -> None:
+        if self._current is not None:
+            self._current["status"] = 200
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        created = int(time.time())
+
+        def chunk(delta: dict[str, Any] | None, finish_reason: str | None, **more: Any) -> None:
+            choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
+            event = {"id": reply_id, "object": "chat.completion.chunk", "created": created}
+            event.update(model=model, choices=choices, **more)
+            self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+
+        chunk({"role": "assistant", "content": "" if message["content"] is not None else None}, None)
+        if message.get("tool_calls"):
+            call = message["tool_calls"][0]
+            function = {"name": call["function"]["name"], "arguments": ""}
+            head = {"index": 0, "id": call["id"], "type": "function", "function": function}
+            chunk({"tool_calls": [head]}, None)
+            for piece in _pieces(call["function"]["arguments"]):
+                chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}, None)
+        else:
+            for piece in _pieces(message["content"]):
+                chunk({"content": piece}, None)
+        chunk({}, finish)
+        if usage is not None:
+            chunk(None, None, usage=usage)
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+
+def _pieces(text: str, size: int = 16) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _content_text(content: Any) -> str:
+    """OpenAI content is a string or a list of parts; keep the text parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in content]
+        return "".join(p for p in parts if isinstance(p, str))
+    return str(content)
+
+
+def _messages(raw: list[Any]) -> list[Message]:
+    """Chat messages -> ports.Message: developer -> system; tool results and calls become text."""
+    out: list[Message] = []
+    for item in raw:
+        if not isinstance(item, dict):
+            raise _Fail(400, "each message must be an object")
+        role = str(item.get("role", ""))
+        text = _content_text(item.get("content"))
+        if role == "assistant" and not text and item.get("tool_calls"):
+            text = "\n".join(str(c.get("function", {}).get("arguments", "")) for c in item["tool_calls"])
+        if role in ("tool", "function"):
+            out.append(Message("user", text))
+        elif role in _ROLES:
+            out.append(Message(_ROLES[role], text))
+        else:
+            raise _Fail(400, f"unsupported message role {role!r}")
+    return out
+
+
+def _named(schema: Any, name: str | None) -> dict[str, Any] | None:
+    if not isinstance(schema, dict):
+        return None
+    if name and "title" not in schema:
+        return {"title": name, **schema}
+    return schema
+
+
+def _wanted(body: dict[str, Any]) -> _Wanted:
+    """Find the wanted reply: a forced (or only) tool, else response_format, else free text."""
+    tools = [
+        t for t in body.get("tools") or [] if isinstance(t, dict) and t.get("type", "function") == "function"
+    ]
+    choice = body.get("tool_choice")
+    if tools and choice != "none":
+        by_name = {t.get("function", {}).get("name"): t for t in tools}
+        forced_name = None
+        if isinstance(choice, dict):
+            forced_name = (choice.get("function") or {}).get("name") or choice.get("name")
+        if forced_name is not None and forced_name not in by_name:
+            raise _Fail(400, f"tool_choice names {forced_name!r}, which is not in 'tools'")
+        if forced_name is None and (len(tools) == 1 or choice in ("required", "any")):
+            forced_name = tools[0].get("function", {}).get("name")
+        if forced_name is not None:
+            function = by_name[forced_name].get("function", {})
+            schema = _named(function.get("parameters") or {"type": "object", "properties": {}}, forced_name)
+            return _Wanted(schema, True, forced_name, isinstance(choice, dict))
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        spec = fmt.get("json_schema") or {}
+        schema = _named(spec.get("schema"), spec.get("name"))
+        if schema is None:
+            raise _Fail(400, "response_format.json_schema.schema must be an object")
+        return _Wanted(schema, True, None, False)
+    if isinstance(fmt, dict) and fmt.get("type") == "json_object":
+        return _Wanted(None, True, None, False)
+    return _Wanted(None, False, None, False)
+
+
+def start_server(
+    *,
+    port: int = 0,
+    latency_ms: float = 0,
+    rate_429: float = 0,
+    rate_500: float = 0,
+    malformed_rate: float = 0,
+    fabricate_rate: float = 0,
+    truncate_rate: float = 0,
+    fail_first: int = 0,
+    fail_status: int = 429,
+    seed: int = 0,
+    retry_after_ms: float | None = 10.0,
+    record: bool = True,
+) -> SimulatedServer:
+    """Start the server in a daemon thread on 127.0.0.1 (``port=0`` picks a free port).
+
+    ``retry_after_ms`` sets the ``retry-after-ms`` header on 429/5xx answers (``Retry-After`` is
+    that in whole seconds), which keeps the OpenAI SDK's retry wait short; ``None`` sends neither.
+    """
+    options = ServerOptions(
+        latency_ms=latency_ms,
+        rate_429=rate_429,
+        rate_500=rate_500,
+        malformed_rate=malformed_rate,
+        fabricate_rate=fabricate_rate,
+        truncate_rate=truncate_rate,
+        fail_first=fail_first,
+        fail_status=fail_status,
+        seed=seed,
+        retry_after_ms=retry_after_ms,
+        record=record,
+    )
+    return SimulatedServer(options, port)
+
+
+def serve_forever(
+    *,
+    port: int = 0,
+    latency_ms: float = 0,
+    rate_429: float = 0,
+    rate_500: float = 0,
+    malformed_rate: float = 0,
+    fabricate_rate: float = 0,
+    truncate_rate: float = 0,
+    fail_first: int = 0,
+    fail_status: int = 429,
+    seed: int = 0,
+) -> None:
+    """Run the server until interrupted (Ctrl-C); print its base URL first, alone on a line.
+
+    Requests are not recorded, so a long-running server does not grow.
+    """
+    server = start_server(
+        port=port,
+        latency_ms=latency_ms,
+        rate_429=rate_429,
+        rate_500=rate_500,
+        malformed_rate=malformed_rate,
+        fabricate_rate=fabricate_rate,
+        truncate_rate=truncate_rate,
+        fail_first=fail_first,
+        fail_status=fail_status,
+        seed=seed,
+        record=False,
+    )
+    print(server.url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()

@@ -1,0 +1,312 @@
+"""Structured replies parsed on our side: ask for JSON, validate with pydantic, feed errors back.
+
+:func:`ask_structured` sends the schema with the request (adapters use it for native structured
+output when the provider has it) and then trusts nothing: the reply is validated with pydantic,
+and when that fails the model gets its own reply back with the error and is asked again.
+
+:func:`parse_json_reply` finds the JSON in free text: it drops ``<think>`` blocks, reads code
+fences, extracts balanced ``{...}`` objects and repairs small mistakes (trailing commas, single
+quotes, Python literals) with ``json_repair``. It never *completes* a cut-off object: a reply
+that stopped on the token limit, or whose braces never close, is reported as truncated.
+
+A reply that stays unusable is returned as ``Structured(value=None, error=..., raw_text=...)``;
+callers record it as *unscored*, never as a failing score.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import json_repair
+from pydantic import BaseModel, ValidationError
+
+from verify.llm.ports import ChatModel, ChatRequest, Message, Usage
+
+__all__ = [
+    "TRUNCATED_FINISH_REASONS",
+    "Structured",
+    "TextReply",
+    "ask_structured",
+    "ask_text",
+    "is_truncated",
+    "parse_json_reply",
+    "strip_thinking",
+]
+
+T = TypeVar("T", bound=BaseModel)
+
+TRUNCATED_FINISH_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
+
+
+@dataclass(frozen=True)
+class Structured(Generic[T]):
+    """The outcome of :func:`ask_structured`.
+
+    ``value`` is the validated reply, or ``None`` when every attempt failed; then ``error``
+    says why the last one was unusable and ``raw_text`` keeps that reply's text.
+    ``attempts`` counts replies examined and ``calls`` model calls made (equal today; kept apart
+    so callers need not assume it), ``usage`` sums the usage of all calls.
+    """
+
+    value: T | None
+    raw_text: str
+    error: str | None
+    attempts: int
+    usage: Usage = field(default_factory=Usage)
+    calls: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+@dataclass(frozen=True)
+class TextReply:
+    """The outcome of :func:`ask_text`."""
+
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    calls: int = 1
+    finish_reason: str | None = None
+
+
+def is_truncated(finish_reason: str | None) -> bool:
+    """True when the provider says the reply stopped on the token limit."""
+    return (finish_reason or "").lower() in TRUNCATED_FINISH_REASONS
+
+
+_THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
+_THINK_CLOSE = re.compile(r"</(think|thinking|reasoning)>", re.I)
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n?(.*?)```", re.S)
+
+
+def strip_thinking(text: str) -> str:
+    """Drop ``<think>...</think>`` blocks (and anything before a stray closing tag)."""
+    text = _THINK_BLOCK.sub("", text)
+    closes = list(_THINK_CLOSE.finditer(text))
+    if closes:
+        text = text[closes[-1].end() :]
+    return text.strip()
+
+
+def _balanced_objects(text: str) -> tuple[list[str], bool]:
+    """Top-level ``{...}`` substrings in order (string-aware), and whether one never closed."""
+    found: list[str] = []
+    depth = 0
+    start = -1
+    in_string = False
+    escaped = False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"':
+            in_string = depth > 0
+        elif char == "{":
+            if depth == 0:
+                start = index
+            depth += 1
+        elif char == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                found.append(text[start : index + 1])
+    return found, depth > 0
+
+
+def _loads(candidate: str, *, repair: bool) -> Any:
+    try:
+        return json.loads(candidate)
+    except (json.JSONDecodeError, ValueError):
+        if not repair:
+            return None
+    try:
+        return json_repair.loads(candidate)
+    except Exception:  # noqa: BLE001 - json_repair is best effort
+        return None
+
+
+def _dicts(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, dict):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict):
+                yield item
+
+
+def _candidates(text: str) -> tuple[list[dict[str, Any]], bool]:
+    """Every JSON object we can find in ``text``, best guesses first; and a truncation flag."""
+    results: list[dict[str, Any]] = []
+    seen: set[str] = set()
+
+    def add(value: Any) -> None:
+        for item in _dicts(value):
+            marker = json.dumps(item, sort_keys=True, default=str)
+            if marker not in seen:
+                seen.add(marker)
+                results.append(item)
+
+    stripped = text.strip()
+    add(_loads(stripped, repair=False))
+    blocks = [body for _lang, body in _FENCE.findall(text)]
+    for body in blocks:
+        add(_loads(body.strip(), repair=False))
+    objects, unclosed = _balanced_objects(text)
+    for obj in objects:
+        add(_loads(obj, repair=False))
+    if not results:
+        for body in blocks:
+            inner, body_unclosed = _balanced_objects(body)
+            if body_unclosed and not inner:
+                continue
+            add(_loads(body.strip(), repair=True))
+        for obj in objects:
+            add(_loads(obj, repair=True))
+    return results, unclosed and not objects
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors()[:8]:
+        where = ".".join(str(p) for p in item.get("loc", ())) or "reply"
+        got = item.get("input")
+        shown = "" if item.get("type") == "missing" else f" (got {json.dumps(got, default=str)[:60]})"
+        parts.append(f"{where}: {item.get('msg', 'invalid')}{shown}")
+    more = len(error.errors()) - 8
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def _unwrap(candidate: dict[str, Any], schema: type[BaseModel]) -> Iterator[dict[str, Any]]:
+    yield candidate
+    # small models sometimes wrap the object: {"Verdict": {...}} or {"properties": {...}}
+    if len(candidate) == 1:
+        ((key, inner),) = candidate.items()
+        if isinstance(inner, dict) and key not in schema.model_fields:
+            yield inner
+
+
+def parse_json_reply(text: str, schema: type[T]) -> T:
+    """Find, repair and validate the JSON object in a free-text reply.
+
+    Raises ValueError with a short, model-readable message when no object validates.
+    """
+    body = strip_thinking(text)
+    if not body:
+        raise ValueError("the reply is empty")
+    candidates, truncated = _candidates(body)
+    if not candidates:
+        if truncated:
+            raise ValueError("the reply looks truncated: a JSON object was opened but never closed")
+        raise ValueError("no JSON object found in the reply")
+    first_error: ValidationError | None = None
+    for candidate in candidates:
+        for shaped in _unwrap(candidate, schema):
+            try:
+                return schema.model_validate(shaped)
+            except ValidationError as exc:
+                first_error = first_error or exc
+    assert first_error is not None
+    raise ValueError(f"the JSON does not match the schema: {_describe(first_error)}")
+
+
+@functools.lru_cache(maxsize=512)
+def json_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
+    """``schema.model_json_schema()``, built once per class (building it takes about 2 ms).
+
+    The dict is shared by every request for that schema: treat it as read-only.
+    """
+    return schema.model_json_schema()
+
+
+def _feedback(error: str) -> str:
+    return (
+        f"Your previous reply could not be used: {error}.\n"
+        "Reply again with only the corrected JSON object that matches the requested schema: "
+        "no prose, no code fences."
+    )
+
+
+async def ask_structured(
+    model: ChatModel,
+    messages: Sequence[Message],
+    schema: type[T],
+    *,
+    purpose: str,
+    trait: str | None = None,
+    max_parse_retries: int = 2,
+) -> Structured[T]:
+    """Ask ``model`` for a reply matching ``schema``; retry with the error up to ``max_parse_retries`` times.
+
+    Transport failures (``ModelError`` after the retry wrapper gave up) propagate.
+    """
+    json_schema = json_schema_of(schema)
+    conversation = list(messages)
+    forget: list[Callable[[], None]] = []
+    try:
+        return await _ask(model, conversation, json_schema, schema, purpose, trait, max_parse_retries, forget)
+    except BaseException:
+        for drop in forget:  # an outage mid-way: the earlier unusable replies must not be replayed either
+            drop()
+        raise
+
+
+async def _ask(
+    model: ChatModel, conversation: list[Message], json_schema: dict[str, Any], schema: type[T], purpose: str,
+    trait: str | None, max_parse_retries: int, forget: list[Callable[[], None]],
+) -> Structured[T]:
+    usage = Usage()
+    calls = 0
+    raw_text = ""
+    error: str | None = None
+    for _ in range(1 + max(0, max_parse_retries)):
+        reply = await model.complete(
+            ChatRequest(tuple(conversation), schema=json_schema, purpose=purpose, trait=trait)
+        )
+        if reply.forget is not None:
+            forget.append(reply.forget)
+        calls += 1
+        usage = usage + reply.usage
+        raw_text = reply.text
+        if is_truncated(reply.finish_reason):
+            error = f"reply truncated (finish_reason={reply.finish_reason})"
+        elif reply.parsed is not None:
+            try:
+                value = schema.model_validate(reply.parsed)
+            except ValidationError as exc:
+                error = f"the JSON does not match the schema: {_describe(exc)}"
+            else:
+                return Structured(value, raw_text, None, calls, usage, calls)
+        else:
+            try:
+                value = parse_json_reply(reply.text, schema)
+            except ValueError as exc:
+                error = str(exc)
+            else:
+                return Structured(value, raw_text, None, calls, usage, calls)
+        feedback = error
+        if is_truncated(reply.finish_reason):
+            feedback = f"{error}; the reply hit the length limit, so answer more briefly"
+        said = reply.text if reply.text.strip() else "(empty reply)"  # some APIs reject empty turns
+        conversation += [Message("assistant", said), Message("user", _feedback(feedback))]
+    # Never replay a failure from the cache: the next run asks the model again.
+    for drop in forget:
+        drop()
+    return Structured(None, raw_text, error, calls, usage, calls)
+
+
+async def ask_text(
+    model: ChatModel, messages: Sequence[Message], *, purpose: str, trait: str | None = None
+) -> TextReply:
+    """One free-text call. The text is returned as the model wrote it (thinking included)."""
+    reply = await model.complete(ChatRequest(tuple(messages), schema=None, purpose=purpose, trait=trait))
+    return TextReply(reply.text, reply.usage, 1, reply.finish_reason)

@@ -1,0 +1,103 @@
+"""What the user reads in the terminal: the plan (``--show-plan``) and the end-of-run summary."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
+
+from verify.benchmark.traits import CallableTrait, LLMTrait, MetricTrait, RegexTrait
+from verify.config.dj_resolve import resolve_trait
+from verify.run.pipeline import FINALIZE, plan
+
+if TYPE_CHECKING:
+    from verify.benchmark.jsonld import Benchmark, Question
+    from verify.config.verification import VerificationConfig
+    from verify.run.runner import RunOutcome
+
+
+def _console() -> Console:
+    return Console(width=160, soft_wrap=True)
+
+
+def trait_kind(trait: object) -> str:
+    if isinstance(trait, LLMTrait):
+        return f"llm/{trait.kind}"
+    for cls, name in ((RegexTrait, "regex"), (CallableTrait, "callable"), (MetricTrait, "metric")):
+        if isinstance(trait, cls):
+            return name
+    return "agentic"
+
+
+def render_plan(benchmark: Benchmark, config: VerificationConfig, questions: Sequence[Question]) -> None:
+    console = _console()
+    stages = [s.name for s in plan(config)] + [FINALIZE]
+    tasks = len(questions) * len(config.answering_models) * len(config.parsing_models) * config.replicate_count
+    console.print(f"evaluation_mode: {config.evaluation_mode}")
+    console.print(f"deep_judgment_rubric_mode: {config.deep_judgment_rubric_mode}")
+    console.print("stages: " + " -> ".join(stages))
+    console.print(
+        f"tasks: {tasks} = {len(questions)} question(s) x {len(config.answering_models)} answering x "
+        f"{len(config.parsing_models)} parsing x {config.replicate_count} replicate(s)"
+    )
+    if config.evaluation_mode == "template_only":
+        console.print("rubric traits are not evaluated in template_only mode")
+        return
+    table = Table(title="per-trait evaluation", show_lines=False)
+    for col in ("question", "trait", "kind", "deep judgment", "excerpts", "max", "threshold", "retries", "search", "source"):
+        table.add_column(col)
+    for q in questions:
+        rubric, _ = benchmark.rubric_for(q)
+        for trait in rubric.traits:
+            if isinstance(trait, LLMTrait):
+                s = resolve_trait(config, q.id, trait)
+                if s.enabled:
+                    table.add_row(q.id, trait.name, trait_kind(trait), "on", str(s.excerpt_enabled), str(s.max_excerpts),
+                                  f"{s.fuzzy_match_threshold:.2f}", str(s.excerpt_retry_attempts), str(s.search_enabled), s.source)
+                    continue
+                table.add_row(q.id, trait.name, trait_kind(trait), "off", "", "", "", "", "", s.source)
+            else:
+                table.add_row(q.id, trait.name, trait_kind(trait), "n/a", "", "", "", "", "", "")
+    # never truncate cells (long karenina question ids differ only in their hash suffix): widen instead
+    needed = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    (Console(width=needed, soft_wrap=True) if needed > console.width else console).print(table)
+
+
+def render_summary(outcome: RunOutcome) -> None:
+    console = _console()
+    s = outcome.summary
+    console.print(
+        f"tasks: {s.total} (resumed {outcome.resumed}) | passed {s.passed} | failed {s.failed} | "
+        f"with errors {s.errors} | pass rate {s.pass_rate:.3f}"
+    )
+    console.print(f"model calls: {s.model_calls} live, {s.cached_calls} from cache; tokens {s.tokens}")
+    if s.prices is not None:
+        unpriced = f" (no price for: {', '.join(sorted(s.unpriced_models))})" if s.unpriced_models else ""
+        console.print(f"estimated cost: ${s.cost_usd:.4f}{unpriced}")
+    if s.dj_traits:
+        console.print(
+            f"deep judgment: {s.dj_traits} trait evaluations, {s.dj_excerpts} excerpts validated, "
+            f"{s.dj_rejected} rejected, {s.dj_retries} retries, {s.dj_without_evidence} without valid evidence, "
+            f"{s.dj_high_risk} with medium/high hallucination risk"
+        )
+    if s.failure_categories:
+        console.print("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(s.failure_categories.items())))
+    models = Table(title="by model (answering / judge)")
+    for col in ("models", "passed", "tasks", "pass rate"):
+        models.add_column(col)
+    for key, (passed, total) in sorted(s.by_model.items()):
+        models.add_row(key, str(passed), str(total), f"{passed / total:.3f}" if total else "-")
+    console.print(models)
+    if s.by_trait:
+        traits = Table(title="by trait")
+        for col in ("trait", "scored", "mean score", "unscored", "auto-failed"):
+            traits.add_column(col)
+        for name, t in sorted(s.by_trait.items()):
+            mean = f"{t.mean:.3f}" if t.mean is not None else "-"
+            traits.add_row(name, str(t.scored), mean, str(t.unscored), str(t.auto_failed))
+        console.print(traits)
+    if outcome.output:
+        console.print(f"results: {outcome.output}")

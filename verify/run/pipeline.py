@@ -1,0 +1,151 @@
+"""The fixed stage order, the per-config plan, and running one task through it.
+
+Order follows karenina's numbering (ValidateTemplate, GenerateAnswer, guards, AbstentionCheck,
+SufficiencyCheck, ParseTemplate, VerifyTemplate, EmbeddingCheck, DeepJudgmentAutoFail,
+RubricEvaluation, DeepJudgmentRubricAutoFail, FinalizeResult). Stages not built yet (karenina's
+MCP-trace guards, agentic parsing and rubrics) are absent from ``STAGES``; FinalizeResult is the
+loop's own last step and always runs.
+
+Failure classification: stages record auto-fails as they happen (the first one wins); a False
+template verdict becomes the ``content`` failure (stage ``verify_template``) at finalize time, so
+the embedding check can still overturn it and deep-judgment auto-fails take precedence, as in
+karenina's classifier.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from verify.errors import ModelError
+from verify.llm.recording import CallRecord
+from verify.results.models import (
+    Metadata,
+    ModelIdentity,
+    StageError,
+    StageUsage,
+    TemplateSection,
+    VerificationResult,
+)
+from verify.secrets import redact
+from verify.stages import Stage
+from verify.stages.answer import GenerateAnswer
+from verify.stages.auto_fail import DeepJudgmentAutoFail, DeepJudgmentRubricAutoFail
+from verify.stages.checks import AbstentionCheck, EmbeddingCheck, SufficiencyCheck
+from verify.stages.rubric import RubricEvaluation
+from verify.stages.template import ParseTemplate, ValidateTemplate, VerifyTemplate
+
+if TYPE_CHECKING:
+    from verify.config.verification import ModelConfig, VerificationConfig
+    from verify.run.state import Deps, TaskState
+
+STAGES: tuple[Stage, ...] = (
+    ValidateTemplate(),
+    GenerateAnswer(),
+    AbstentionCheck(),
+    SufficiencyCheck(),
+    ParseTemplate(),
+    VerifyTemplate(),
+    EmbeddingCheck(),
+    DeepJudgmentAutoFail(),
+    RubricEvaluation(),
+    DeepJudgmentRubricAutoFail(),
+)
+FINALIZE = "finalize_result"
+TRANSIENT = {"connection", "timeout", "rate_limit", "server_error"}
+
+
+def plan(config: VerificationConfig) -> list[Stage]:
+    """The stages that run for this config, in order (FinalizeResult follows them)."""
+    return [stage for stage in STAGES if stage.enabled(config)]
+
+
+def identity(model: ModelConfig) -> ModelIdentity:
+    name = model.model_name or "manual"
+    return ModelIdentity(interface=model.interface, model_name=name, config_id=model.id)
+
+
+def _usage(records: Sequence[CallRecord]) -> dict[str, StageUsage]:
+    groups: dict[str, StageUsage] = {}
+    for r in records:
+        key = (
+            "answer_generation" if r.purpose == "answer"
+            else "deep_judgment" if r.purpose.startswith("template_dj_")
+            else "deep_judgment_rubric" if r.purpose.startswith("dj_")
+            else "rubric_evaluation" if r.purpose.startswith("rubric")
+            else r.purpose
+        )
+        for name in (key, "total"):
+            u = groups.setdefault(name, StageUsage())
+            u.input_tokens += r.usage.input_tokens
+            u.output_tokens += r.usage.output_tokens
+            u.total_tokens += r.usage.total_tokens
+            u.calls += 1
+            u.cached_calls += int(r.cached)
+            u.failed_calls += int(r.failed)
+    return groups
+
+
+def finalize(state: TaskState, deps: Deps, started: float) -> VerificationResult:
+    task = state.task
+    tpl = state.template
+    if state.failure is None and tpl.section.template_verification_performed and tpl.section.verify_result is False:
+        state.fail("content", "verify_template", tpl.verify_reason or "template verification failed", "content")
+    if state.failure is None and state.errors:
+        err = state.errors[-1]
+        group = "retry" if err.category in TRANSIENT else "system"
+        category = err.category if err.category in TRANSIENT else "unexpected_error"
+        state.fail(category, err.stage, err.message, group)
+    records = [*(deps.answerer.records if deps.answerer else []), *deps.judge.records]
+    metadata = Metadata(
+        question_id=task.question.id,
+        template_id=task.question.template_id,
+        task_key=task.key,
+        result_id=hashlib.sha256(task.key.encode()).hexdigest()[:16],
+        question_text=task.question.text,
+        raw_answer=task.question.raw_answer,
+        keywords=task.question.keywords or None,
+        answering=identity(task.answering),
+        parsing=identity(task.parsing),
+        answering_system_prompt=task.answering.system_prompt,
+        replicate=task.replicate,
+        run_name=deps.run_name,
+        evaluation_mode=deps.config.evaluation_mode,
+        stages=[*state.stages, FINALIZE],
+        failure=state.failure,
+        caveats=list(tpl.caveats),
+        errors=state.errors,
+        warnings=state.warnings[:50],
+        execution_time=round(time.perf_counter() - started, 4),
+        timestamp=datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
+    )
+    # the stages assign to the section without validation: validate it once here, into a fresh copy
+    template = TemplateSection.model_validate({
+        **dict(tpl.section), "raw_llm_response": state.answer, "answer_source": state.answer_source,
+        "usage_metadata": _usage(records), "abstention_detected": state.abstention_detected,
+    })
+    return VerificationResult(
+        metadata=metadata, template=template, rubric=state.rubric, deep_judgment=tpl.deep_judgment,
+        deep_judgment_rubric=state.deep_judgment_rubric,
+    )
+
+
+async def run_task(state: TaskState, deps: Deps, stages: Sequence[Stage]) -> VerificationResult:
+    """Run the planned stages for one task; a stage that raises is recorded and later stages go on."""
+    started = time.perf_counter()
+    for stage in stages:
+        if not stage.should_run(state):
+            continue
+        state.stages.append(stage.name)
+        try:
+            await stage.run(state, deps)
+        except ModelError as exc:
+            state.errors.append(StageError(stage=stage.name, message=redact(str(exc)), category=exc.category))
+        except Exception as exc:  # a bug or bad data in one task must not stop the run
+            state.errors.append(
+                StageError(stage=stage.name, message=redact(f"{type(exc).__name__}: {exc}"))
+            )
+    return finalize(state, deps, started)

@@ -1,0 +1,424 @@
+"""Compile answer templates from a checkpoint, with an import allow-list and restricted builtins.
+
+Trust model: a template is Python code from the checkpoint file. It runs in-process with
+restricted builtins (no ``open``, ``eval``, ``exec``, ``compile``, ``input``, ``globals``...), only
+the modules in :data:`ALLOWED_MODULES` can be imported (through proxies that hide submodules and
+private names), and an AST check refuses dunder escapes (``__subclasses__``, ``__globals__``,
+``__builtins__``...) before anything runs. Every refusal is located: ``question 'q1': template
+line 3 imports 'os'; allowed: ...``. This keeps honest templates honest and catches mistakes; it
+is not a security sandbox against a determined attacker, so only run checkpoints you trust.
+
+karenina's modules (``karenina.schemas.entities``, ``karenina.schemas.domain``, ...) map to
+:mod:`verify.templates.answer_base`, and karenina's pre-seeded names (``BaseAnswer``, ``Field``, ``List``,
+``Dict``, ``Optional``, ``Union``, ``Any``, ``Literal``) are available without an import.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib
+import json
+import re
+import traceback
+import types
+import typing
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, ClassVar, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from verify.templates.answer_base import (
+    EXCLUDED_FIELDS,
+    RESERVED_FIELDS,
+    BaseAnswer,
+    has_granular,
+    has_own_verify,
+)
+
+ALLOWED_MODULES = (
+    "__future__", "pydantic", "typing", "typing_extensions", "re", "math", "datetime", "decimal",
+    "enum", "dataclasses", "fractions", "statistics",
+)
+KARENINA_PREFIX = "karenina"
+PRESEEDED: dict[str, Any] = {
+    "BaseAnswer": BaseAnswer, "Field": Field, "List": typing.List, "Dict": typing.Dict,  # noqa: UP006 - karenina's names "Optional": Optional,
+    "Union": Union, "Any": Any, "Literal": Literal, "ClassVar": ClassVar,
+}
+_COMPAT_PARTS = {"schemas", "entities", "domain", "answer_class", "answer", "base", "verification"}
+_FORBIDDEN_NAMES = {
+    "open", "eval", "exec", "compile", "input", "globals", "locals", "vars", "breakpoint", "help",
+    "memoryview", "exit", "quit", "__import__", "__builtins__", "__loader__", "__spec__",
+}
+_ALLOWED_DUNDER_NAMES = {"__name__", "__doc__", "__init__"}
+_DENIED_ATTRS = {
+    "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "f_globals", "f_locals",
+    "f_builtins", "f_back", "f_code", "tb_frame", "tb_next", "func_globals", "format_map",
+}
+# module attributes never handed to templates (they evaluate strings or reach other modules)
+_DENIED_MODULE_ATTRS = {
+    "get_type_hints", "ForwardRef", "evaluate_forward_ref", "sys", "os", "builtins",
+    # pydantic names that import any module named by a string
+    "ImportString", "import_string", "TypeAdapter", "PyObject", "parse_obj_as",
+}
+_FORMAT_DUNDER = re.compile(r"\{[^{}]*__")
+_SAFE_BUILTIN_NAMES = (
+    "abs all any ascii bin bool bytes callable chr classmethod complex dict divmod enumerate filter "
+    "float format frozenset hash hex int isinstance issubclass iter len list map max min next object "
+    "oct ord pow property range repr reversed round set slice sorted staticmethod str sum super tuple "
+    "type zip Exception ArithmeticError AssertionError AttributeError IndexError KeyError "
+    "LookupError NameError NotImplementedError OverflowError RuntimeError StopIteration TypeError "
+    "ValueError ZeroDivisionError NotImplemented Ellipsis __build_class__"
+).split()
+
+
+class TemplateError(ValueError):
+    """A template that cannot be used; the message names the question and, when known, the line."""
+
+
+def _allowed(module: str) -> bool:
+    if module.startswith("pydantic."):
+        # Public pydantic submodules only: private ones and the v1 shim expose import_string.
+        parts = module.split(".")[1:]
+        return not any(p.startswith("_") or p == "v1" for p in parts)
+    return module in ALLOWED_MODULES or _is_karenina(module)
+
+
+def _is_karenina(module: str) -> bool:
+    return module == KARENINA_PREFIX or module.startswith(KARENINA_PREFIX + ".")
+
+
+class _ModuleProxy:
+    """What a template sees of an allowed module: public, non-module attributes only."""
+
+    def __init__(self, module: types.ModuleType) -> None:
+        object.__setattr__(self, "_module", module)
+
+    def __getattr__(self, name: str) -> Any:
+        module = object.__getattribute__(self, "_module")
+        if name.startswith("_") or name in _DENIED_MODULE_ATTRS:
+            raise AttributeError(f"templates may not use {module.__name__}.{name}")
+        value = getattr(module, name)
+        if isinstance(value, types.ModuleType):
+            if _allowed(value.__name__):
+                return _ModuleProxy(value)
+            raise AttributeError(f"templates may not use module {value.__name__!r}")
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("templates may not modify modules")
+
+
+class _CompatModule:
+    """karenina's modules: every ``karenina.*`` path offers the compatibility names."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name in PRESEEDED:
+            return PRESEEDED[name]
+        if name in _COMPAT_PARTS:
+            return self
+        raise AttributeError(f"verify's karenina compatibility layer has no {name!r} "
+                             f"(available: {', '.join(sorted(PRESEEDED))})")
+
+
+_COMPAT = _CompatModule()
+
+
+def _guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+    if level:
+        raise ImportError("templates may not use relative imports")
+    if not _allowed(name):
+        raise ImportError(f"templates may not import {name!r}; allowed: {', '.join(ALLOWED_MODULES)}, karenina.*")
+    if _is_karenina(name):
+        return _COMPAT
+    module = importlib.import_module(name if fromlist else name.split(".")[0])
+    return _ModuleProxy(module)
+
+
+def _guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
+    if not isinstance(name, str) or name.startswith("_") or name in _DENIED_ATTRS:
+        raise AttributeError(f"templates may not read attribute {name!r}")
+    return getattr(obj, name, *default)
+
+
+def _guarded_hasattr(obj: Any, name: str) -> bool:
+    if not isinstance(name, str) or name.startswith("_") or name in _DENIED_ATTRS:
+        raise AttributeError(f"templates may not read attribute {name!r}")
+    return hasattr(obj, name)
+
+
+def _guarded_setattr(obj: Any, name: str, value: Any) -> None:
+    if not isinstance(name, str) or name.startswith("_"):
+        raise AttributeError(f"templates may not set attribute {name!r}")
+    setattr(obj, name, value)
+
+
+def _no_print(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def safe_builtins() -> dict[str, Any]:
+    table: dict[str, Any] = {name: getattr(builtins, name) for name in _SAFE_BUILTIN_NAMES}
+    table.update(__import__=_guarded_import, getattr=_guarded_getattr, hasattr=_guarded_hasattr,
+                 setattr=_guarded_setattr, print=_no_print)
+    return table
+
+
+# --- static check ---------------------------------------------------------------------------------
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def _bad(self, node: ast.AST, what: str) -> None:
+        self.problems.append(f"template line {getattr(node, 'lineno', '?')} {what}")
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if not _allowed(alias.name):
+                self._bad(node, f"imports {alias.name!r}; allowed: {', '.join(ALLOWED_MODULES)}, karenina.*")
+        self.generic_visit(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level:
+            self._bad(node, "uses a relative import")
+        elif not _allowed(module):
+            self._bad(node, f"imports {module!r}; allowed: {', '.join(ALLOWED_MODULES)}, karenina.*")
+        for alias in node.names:
+            if alias.name == "*":
+                self._bad(node, f"uses 'from {module} import *'; import names explicitly")
+            elif _is_karenina(module) and alias.name not in PRESEEDED and alias.name not in _COMPAT_PARTS:
+                self._bad(node, f"imports {alias.name!r} from {module!r}, which verify does not provide "
+                                f"(available: {', '.join(sorted(PRESEEDED))})")
+        self.generic_visit(node)
+
+    def visit_alias(self, node: ast.alias) -> None:
+        if node.name in _DENIED_MODULE_ATTRS:
+            self._bad(node, f"imports {node.name!r}, which can import arbitrary modules")
+
+    def visit_Name(self, node: ast.Name) -> None:
+        name = node.id
+        if name in _DENIED_MODULE_ATTRS:
+            self._bad(node, f"uses {name!r}, which can import arbitrary modules")
+        elif name in _FORBIDDEN_NAMES:
+            self._bad(node, f"uses {name!r}, which templates may not use (no file, eval, exec or import access)")
+        elif name.startswith("__") and name.endswith("__") and name not in _ALLOWED_DUNDER_NAMES:
+            self._bad(node, f"uses {name!r}; dunder names are refused")
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        attr = node.attr
+        if attr in _DENIED_MODULE_ATTRS:
+            self._bad(node, f"accesses {attr!r}, which can import arbitrary modules")
+        elif (attr.startswith("__") and attr.endswith("__") and attr not in _ALLOWED_DUNDER_NAMES) or attr in _DENIED_ATTRS:
+            self._bad(node, f"accesses {attr!r}; dunder and frame attributes are refused")
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and _FORMAT_DUNDER.search(node.value):
+            self._bad(node, "has a format string that reaches a dunder attribute")
+
+
+def check_source(code: str, question_id: str) -> ast.Module:
+    """Parse and statically check ``code``; raise :class:`TemplateError` with every problem found."""
+    where = f"question {question_id!r}"
+    try:
+        tree = ast.parse(code, filename=f"<template {question_id}>")
+    except SyntaxError as exc:
+        raise TemplateError(f"{where}: template line {exc.lineno}: syntax error: {exc.msg}") from None
+    checker = _Checker()
+    checker.visit(tree)
+    if checker.problems:
+        shown = checker.problems[:5]
+        more = f"; and {len(checker.problems) - 5} more" if len(checker.problems) > 5 else ""
+        raise TemplateError(f"{where}: " + "; ".join(shown) + more)
+    return tree
+
+
+# --- compiled template --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    type: str
+    description: str
+
+
+@dataclass(frozen=True)
+class CompiledTemplate:
+    """A validated template: the answer class, its relaxed parse model and its ground truth."""
+
+    question_id: str
+    answer_cls: type[BaseAnswer]
+    relaxed_cls: type[BaseModel]
+    ground_truth: dict[str, Any] | None
+    regex: dict[str, Any] | None
+
+    @property
+    def class_name(self) -> str:
+        return self.answer_cls.__name__
+
+    @property
+    def has_granular(self) -> bool:
+        return has_granular(self.answer_cls)
+
+    @property
+    def field_names(self) -> list[str]:
+        return [n for n in self.answer_cls.model_fields if n not in EXCLUDED_FIELDS]
+
+    def fields(self) -> list[FieldSpec]:
+        schema = self.judge_schema()
+        props = schema.get("properties", {})
+        out = []
+        for name in self.field_names:
+            info = self.answer_cls.model_fields[name]
+            prop = props.get(name, {})
+            kind = prop.get("type") or " | ".join(str(p.get("type", "object")) for p in prop.get("anyOf", [])) or "object"
+            out.append(FieldSpec(name, str(kind), info.description or info.title or name.replace("_", " ")))
+        return out
+
+    def judge_schema(self) -> dict[str, Any]:
+        """The strict JSON schema shown to the judge (no ``id``, ``correct`` or ``regex``)."""
+        return dict(json.loads(_judge_schema_text(self.answer_cls)))
+
+    def relaxed_schema(self) -> dict[str, Any]:
+        """The null-tolerant schema used for parsing (what ``ask_structured`` sends)."""
+        return dict(json.loads(_schema_text(self.relaxed_cls)))
+
+    def build(self, values: dict[str, Any]) -> BaseAnswer:
+        """The strict answer from parsed values, question id injected; raises ValidationError."""
+        data = {k: v for k, v in values.items() if k in self.answer_cls.model_fields and k not in EXCLUDED_FIELDS}
+        return self.answer_cls(**data, id=self.question_id)
+
+
+@lru_cache(maxsize=512)
+def _schema_text(cls: type[BaseModel]) -> str:
+    return json.dumps(cls.model_json_schema())
+
+
+@lru_cache(maxsize=512)
+def _judge_schema_text(cls: type[BaseModel]) -> str:
+    schema = cls.model_json_schema()
+    for key in EXCLUDED_FIELDS:
+        schema.get("properties", {}).pop(key, None)
+    schema["required"] = [r for r in schema.get("required", []) if r not in EXCLUDED_FIELDS]
+    if not schema["required"]:
+        schema.pop("required")
+    schema.pop("additionalProperties", None)
+    return json.dumps(schema)
+
+
+def _json_safe(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def parsed_fields(instance: BaseAnswer) -> dict[str, Any]:
+    """The parsed values of an answer (fields and extras), without ``id``, ``correct`` and ``regex``."""
+    try:
+        data = instance.model_dump(mode="json", exclude=set(EXCLUDED_FIELDS))
+    except Exception:  # an odd extra attribute set by the template
+        data = _json_safe(instance.model_dump(exclude=set(EXCLUDED_FIELDS)))
+    return dict(data)
+
+
+def ground_truth_of(instance: BaseAnswer) -> dict[str, Any] | None:
+    correct = getattr(instance, "correct", None)
+    return dict(_json_safe(correct)) if isinstance(correct, dict) else None
+
+
+def _relaxed(cls: type[BaseAnswer]) -> type[BaseModel]:
+    fields: dict[str, Any] = {}
+    for name, info in cls.model_fields.items():
+        if name in EXCLUDED_FIELDS:
+            continue
+        fields[name] = (Optional[info.annotation], Field(default=None, description=info.description))  # noqa: UP045
+    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        cls.__name__, __config__=ConfigDict(extra="ignore"), **fields
+    )
+    return model
+
+
+def _leaf(namespace: dict[str, Any]) -> type[BaseAnswer] | None:
+    classes = [v for v in namespace.values() if isinstance(v, type) and issubclass(v, BaseAnswer) and v is not BaseAnswer]
+    leaves = [c for c in classes if not any(o is not c and issubclass(o, c) for o in classes)]
+    if not leaves:
+        return None
+    named = [c for c in leaves if c.__name__ == "Answer"]
+    return named[0] if named else leaves[-1]
+
+
+def _exec_line(exc: BaseException, filename: str) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    return f"template line {frames[-1].lineno}: " if frames else "template: "
+
+
+def _execute(code: str, question_id: str) -> dict[str, Any]:
+    tree = check_source(code, question_id)
+    filename = f"<template {question_id}>"
+    safe_id = re.sub(r"\W", "_", question_id)[:40]
+    namespace: dict[str, Any] = {"__builtins__": safe_builtins(), "__name__": f"verify_template_{safe_id}", **PRESEEDED}
+    try:
+        exec(compile(tree, filename, "exec"), namespace)  # noqa: S102 - the point of this module
+    except Exception as exc:
+        hint = ""
+        if isinstance(exc, NameError) and "Verified" in str(exc):
+            hint = " (VerifiedField templates are not supported yet; write verify() instead)"
+        raise TemplateError(
+            f"question {question_id!r}: {_exec_line(exc, filename)}{type(exc).__name__}: {exc}{hint}"[:600]
+        ) from None
+    for value in list(namespace.values()):
+        # string annotations (from __future__ import annotations) resolve in the template's namespace
+        if isinstance(value, type) and issubclass(value, BaseModel) and not value.__pydantic_complete__:
+            try:
+                value.model_rebuild(_types_namespace=namespace)
+            except Exception as exc:
+                raise TemplateError(f"question {question_id!r}: template class {value.__name__!r}: "
+                                    f"{type(exc).__name__}: {exc}"[:600]) from None
+    return namespace
+
+
+def _validate(cls: type[BaseAnswer], question_id: str) -> CompiledTemplate:
+    where = f"question {question_id!r}: template class {cls.__name__!r}"
+    reserved = RESERVED_FIELDS & set(cls.model_fields)
+    if reserved:
+        raise TemplateError(f"{where} declares the reserved field(s) {sorted(reserved)}; rename them")
+    regex_attr = cls.__dict__.get("regex") if isinstance(cls.__dict__.get("regex"), dict) else None
+    try:
+        probe = cls.model_construct()
+    except Exception as exc:
+        raise TemplateError(f"{where}: setting the ground truth raised {type(exc).__name__}: {exc}"[:600]) from None
+    correct = getattr(probe, "correct", None)
+    if correct is not None and not isinstance(correct, dict):
+        raise TemplateError(f"{where}: self.correct must be a dict, got {type(correct).__name__}")
+    regex = regex_attr or (getattr(probe, "regex", None) if isinstance(getattr(probe, "regex", None), dict) else None)
+    if not has_own_verify(cls) and not regex:
+        raise TemplateError(f"{where} defines no verify() method (and no regex checks)")
+    return CompiledTemplate(question_id, cls, _relaxed(cls), ground_truth_of(probe), regex)
+
+
+@lru_cache(maxsize=512)
+def _compile_cached(code: str, question_id: str) -> CompiledTemplate:
+    namespace = _execute(code, question_id)
+    cls = _leaf(namespace)
+    if cls is None:
+        raise TemplateError(f"question {question_id!r}: the template defines no BaseAnswer subclass "
+                            "(expected 'class Answer(BaseAnswer): ...')")
+    return _validate(cls, question_id)
+
+
+def compile_template(code: str | None, question_id: str) -> CompiledTemplate:
+    """Compile and validate a question's template; raise :class:`TemplateError` (located) if unusable."""
+    if not (code or "").strip():
+        raise TemplateError(f"question {question_id!r} has no answer template; add one or use evaluation_mode='rubric_only'")
+    return _compile_cached(code or "", question_id)
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    parts = []
+    for item in exc.errors()[:6]:
+        where = ".".join(str(p) for p in item.get("loc", ())) or "answer"
+        parts.append(f"{where}: {item.get('msg', 'invalid')}")
+    return "; ".join(parts)
