@@ -146,7 +146,7 @@ def _efficiency_run(s: Settings, judge: dict[str, Any], questions: int) -> tuple
     config = make_config(judge, mode="deep_judgment", concurrency=s.concurrency, workers=s.workers)
     factory = Counted(config)
     started = time.perf_counter()
-    outcome = run_verification(bench, config, answers=answers, model_factory=factory)
+    outcome = run_verification(bench, config, answers=answers, adapter_factory=factory)
     wall = time.perf_counter() - started
     results = _results(outcome)
     _check_clean(results, "efficiency")
@@ -214,7 +214,7 @@ def section_calls(s: Settings, report: Report) -> None:
         bench, answers = generated_benchmark(s.calls_questions)
         config = make_config(simulated("judge"), mode=mode)
         factory = Counted(config)
-        results = _results(run_verification(bench, config, answers=answers, model_factory=factory))
+        results = _results(run_verification(bench, config, answers=answers, adapter_factory=factory))
         _check_clean(results, mode)
         tasks = len(results)
         totals = [r.template.usage_metadata["total"] for r in results if r.template]
@@ -252,7 +252,7 @@ def _overhead(mode: str, tasks: int, repeats: int) -> tuple[float, float]:
     for _ in range(repeats):
         factory = Counted(config)
         started = time.perf_counter()
-        outcome = run_verification(bench, config, answers=answers, model_factory=factory)
+        outcome = run_verification(bench, config, answers=answers, adapter_factory=factory)
         wall = time.perf_counter() - started
         _check_clean(_results(outcome), f"overhead {mode}")
         model_s = sum(m.latency_s for m in factory.models)  # SimulatedModel's time per reply (its "brain")

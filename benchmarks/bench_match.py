@@ -31,7 +31,7 @@ _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:  # run as a script from anywhere: make the ``verify`` package importable
     sys.path.insert(0, _ROOT)
 
-from verify.judging.excerpts.match import match_excerpt  # noqa: E402
+from verify.judging.excerpts import match_excerpt  # noqa: E402
 
 SIZES = {"2k": 2_000, "20k": 20_000, "100k": 100_000}
 THRESHOLD = 0.8

@@ -16,7 +16,8 @@ from typing import Any
 
 from verify.benchmark.jsonld import Benchmark, Question
 from verify.benchmark.traits import LLMTrait, RegexTrait, Rubric
-from verify.config.verification import ModelConfig, VerificationConfig
+from verify.config.models import ModelConfig
+from verify.config.verification import VerificationConfig
 from verify.llm.build import CountingModel, build_model
 from verify.llm.ports import ChatModel
 
@@ -166,7 +167,7 @@ def make_config(
 
 @dataclass
 class Counted:
-    """A ``model_factory`` that builds each model the way the runner does (``build_model``: cache ->
+    """A ``adapter_factory`` that builds each model the way the runner does (``build_model``: cache ->
     retry -> limiter -> adapter) and counts calls at the port, outside that chain. Calls answered
     by the cache are flagged ``cached``, so ``live_calls`` is what reached the provider."""
 

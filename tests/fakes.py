@@ -15,8 +15,9 @@ from typing import Any
 
 from verify.benchmark.jsonld import Question
 from verify.benchmark.traits import Rubric
-from verify.config.verification import ModelConfig, VerificationConfig
-from verify.llm.ports import ChatReply, ChatRequest, Search, Usage
+from verify.config.models import ModelConfig
+from verify.config.verification import VerificationConfig
+from verify.llm.ports import ChatReply, ChatRequest, Purpose, Search, Usage
 from verify.llm.recording import RecordingModel
 from verify.llm.simulated import brain
 from verify.llm.simulated.model import SimulatedModel
@@ -55,16 +56,16 @@ class ScriptedModel:
             return out
         return ChatReply(text=out, usage=Usage(10, 5), finish_reason="stop", model=self.model_id)
 
-    def purposes(self, trait: str | None = None) -> list[str]:
+    def purposes(self, trait: str | None = None) -> list[Purpose]:
         return [r.purpose for r in self.requests if trait is None or r.trait == trait]
 
-    def for_purpose(self, purpose: str, trait: str | None = None) -> list[ChatRequest]:
+    def for_purpose(self, purpose: Purpose, trait: str | None = None) -> list[ChatRequest]:
         return [r for r in self.requests if r.purpose == purpose and (trait is None or r.trait == trait)]
 
 
 def honest(request: ChatRequest, faults: brain.Faults | None = None) -> str:
     """What the deterministic simulated judge would say to ``request``."""
-    return brain.reply(request.messages, request.schema, faults)
+    return brain.reply(request.purpose, request.messages, request.schema, faults)
 
 
 def simulated_judge(**extra: Any) -> SimulatedModel:

@@ -422,13 +422,13 @@ def test_trait_problems_are_located() -> None:
     assert len(problems) == 4, problems
     assert problems[0].startswith("rating[2] (top level): unknown additionalType 'karenina:FooTrait'")
     assert "expected one of karenina:GlobalRubricTrait" in problems[0]
-    assert problems[1].startswith("global trait 'HasCitations': pattern '[' does not compile")
+    assert problems[1].startswith("global trait 'HasCitations': pattern: pattern '[' does not compile")
     assert (
         "question 'urn:karenina:test:rq001' / trait 'Tone': literal trait 'Tone' needs 2-20 classes"
         in problems[2]
     )
     assert problems[3].startswith(
-        "question 'urn:karenina:test:rq001' / trait 'Bad': pattern '(' does not compile"
+        "question 'urn:karenina:test:rq001' / trait 'Bad': pattern: pattern '(' does not compile"
     )
     for problem in problems:
         assert "\n" not in problem and "pydantic" not in problem and "validation error" not in problem
@@ -479,7 +479,7 @@ def test_duplicate_trait_names() -> None:
         ),
         (
             rating("l", "karenina:GlobalRubricTrait", {"deep_judgment_max_excerpts": 0}),
-            "global trait 'l': deep_judgment_max_excerpts: input should be greater than or equal to 1, got 0",
+            "global trait 'l': deep_judgment_max_excerpts: Input should be greater than or equal to 1 (got 0)",
         ),
         (
             rating("d", "karenina:GlobalDynamicRubricTrait", {"dynamic_trait_type": "magic"}),
@@ -493,7 +493,7 @@ def test_duplicate_trait_names() -> None:
             {**rating("n", "karenina:GlobalRegexTrait"), "bestRating": None},
             "global trait 'n': 'bestRating' must be a number, got None",
         ),
-        (rating("a.b", "karenina:GlobalRegexTrait"), "global trait 'a.b': trait name 'a.b' contains '.'"),
+        (rating("a.b", "karenina:GlobalRegexTrait"), "global trait 'a.b': name: trait name 'a.b' contains '.'"),
     ],
 )
 def test_bad_trait_settings(bad_rating: dict[str, Any], expected: str) -> None:
@@ -523,7 +523,7 @@ def test_bad_question_properties() -> None:
 def test_union_field_errors_are_one_line() -> None:
     data = raw()
     data["creator"] = 3
-    assert one_problem(data) == "top level: creator: expected str or dict[str,any], got 3"
+    assert one_problem(data) == "top level: creator: expected string or dictionary (got 3)"
 
 
 def test_all_problems_reported_together_and_capped() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from verify.llm.cache import CachedModel, ResponseCache, cache_key
-from verify.llm.ports import ChatReply, ChatRequest, Message, Usage
+from verify.llm.ports import ChatReply, ChatRequest, Message, Purpose, Usage
 
 
 @dataclass
@@ -41,14 +41,14 @@ class EchoModel:
         )
 
 
-def req(content: str = "hi", **kwargs: object) -> ChatRequest:
-    return ChatRequest((Message("user", content),), **kwargs)  # type: ignore[arg-type]
+def req(content: str = "hi", purpose: Purpose = Purpose.ANSWER, **kwargs: object) -> ChatRequest:
+    return ChatRequest((Message("user", content),), purpose=purpose, **kwargs)  # type: ignore[arg-type]
 
 
 def test_key_covers_model_messages_schema_replicate_but_not_purpose() -> None:
     base = cache_key("m", req())
     assert base == cache_key("m", req())
-    assert base == cache_key("m", req(purpose="rubric", trait="t"))
+    assert base == cache_key("m", req(purpose=Purpose.RUBRIC_SINGLE, trait="t"))
     assert base != cache_key("m2", req())
     assert base != cache_key("m", req("other"))
     assert base != cache_key("m", req(schema={"title": "X"}))
@@ -60,7 +60,7 @@ async def test_second_call_is_served_from_cache(tmp_path: Path) -> None:
     inner = EchoModel()
     model = CachedModel(inner, ResponseCache(tmp_path / "cache.sqlite"))
     first = await model.complete(req(schema={"title": "S"}))
-    second = await model.complete(req(schema={"title": "S"}, purpose="other"))
+    second = await model.complete(req(schema={"title": "S"}, purpose=Purpose.DJ_SCORE))
     assert inner.calls == 1
     assert (model.hits, model.misses) == (1, 1)
     assert not first.cached and second.cached
@@ -204,13 +204,13 @@ async def test_a_reply_that_never_parsed_is_not_replayed_from_the_cache(tmp_path
     cache = ResponseCache(tmp_path / "c.sqlite")
     messages = [Message("user", "judge")]
     bad = CountingModel(Prose("no JSON here"))
-    first = await ask_structured(CachedModel(bad, cache), messages, Verdict, purpose="t", max_parse_retries=1)
+    first = await ask_structured(CachedModel(bad, cache), messages, Verdict, purpose=Purpose.RUBRIC_SINGLE, max_parse_retries=1)
     assert first.value is None and bad.calls == 2
     assert len(cache) == 0  # both failed attempts were dropped
     good = CountingModel(Prose('{"ok": true}'))
-    second = await ask_structured(CachedModel(good, cache), messages, Verdict, purpose="t")
+    second = await ask_structured(CachedModel(good, cache), messages, Verdict, purpose=Purpose.RUBRIC_SINGLE)
     assert second.value is not None and good.calls == 1
-    third = await ask_structured(CachedModel(good, cache), messages, Verdict, purpose="t")
+    third = await ask_structured(CachedModel(good, cache), messages, Verdict, purpose=Purpose.RUBRIC_SINGLE)
     assert third.value is not None and good.calls == 1  # successes stay cached
 
 

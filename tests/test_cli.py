@@ -34,7 +34,7 @@ DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
 ANSWERS = REPO / "benchmarks" / "demo" / "answers.json"
 DEMO_PRESET = REPO / "verify" / "config" / "presets" / "demo.json"
 KARENINA = REPO / "tests" / "fixtures" / "karenina"
-SEED_003 = Path("/work/shared/seeds/003_068b2a71a34bb8bc.txt")
+SEED_003 = KARENINA / "deep-judgment-rubrics.md"  # karenina's "Deep Judgment for Rubrics" page (seed 003)
 STAGES = "stages: generate_answer -> rubric_evaluation -> deep_judgment_rubric_auto_fail -> finalize_result"
 DJ_FAIL = "deep_judgment_rubric"
 
@@ -448,6 +448,12 @@ def failures(results: list[dict[str, Any]]) -> dict[tuple[str, str], str | None]
     }
 
 
+def demo_tasks() -> set[tuple[str, str]]:
+    """(answering model id, question id) of every task of the demo run."""
+    answers: dict[str, dict[str, str]] = json.loads(ANSWERS.read_text(encoding="utf-8"))
+    return {(m, q) for m, per_q in answers.items() for q in per_q}
+
+
 def test_fabricated_excerpts_fail_every_task(tmp_path: Path) -> None:
     preset = judge_preset(tmp_path, "fabricating.json", fabricate_rate=1.0)
     result, out = run_demo(tmp_path, preset=preset)
@@ -457,6 +463,7 @@ def test_fabricated_excerpts_fail_every_task(tmp_path: Path) -> None:
     assert "0 excerpts validated" in result.stdout and "26 without valid evidence" in result.stdout
     results = load_results(out)
     assert len(results) == 8
+    assert set(failures(results)) == demo_tasks()
     assert set(failures(results).values()) == {DJ_FAIL}
     for r in results:
         assert r["metadata"]["failure"]["stage"] == "deep_judgment_rubric_auto_fail"
@@ -473,6 +480,8 @@ def test_honest_excerpts_pass_every_task(tmp_path: Path) -> None:
     assert "passed 8 | failed 0" in result.stdout
     assert "failures:" not in result.stdout
     results = load_results(out)
+    assert len(results) == 8
+    assert set(failures(results)) == demo_tasks()
     assert set(failures(results).values()) == {None}
     for r in results:
         assert r["deep_judgment_rubric"]["traits_without_valid_excerpts"] == []
@@ -550,8 +559,6 @@ SEED_CASES = [
 
 
 def test_seed_examples_are_the_documented_ones() -> None:
-    if not SEED_003.exists():
-        pytest.skip("seed file not available")
     block = SEED_003.read_text(encoding="utf-8").split("### Via CLI", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
     lines = block.replace("\\\n", " ").splitlines()
     assert [" ".join(line.split()) for line in lines if line.startswith("karenina ")] == SEED_EXAMPLES
@@ -575,7 +582,9 @@ def test_seed_003_cli_examples_run_as_written(
     assert "with errors 0" in result.stdout
     results = load_results(tmp_path / "results.json")
     assert len(results) == 8
+    assert set(failures(results)) == demo_tasks()
     llm = llm_traits(DEMO)
+    assert {q for q, _ in llm} == {qid for _, qid in demo_tasks()}
     for r in results:
         qid = r["metadata"]["question_id"]
         metadata = r["deep_judgment_rubric"]["trait_metadata"]

@@ -10,20 +10,12 @@ import pytest
 from pydantic import ValidationError
 
 import verify.config.verification as config_module
-from verify.config.verification import (
-    DEFAULT_ANSWERING_SYSTEM_PROMPT,
-    DeepJudgmentRubricCustomConfig,
-    DeepJudgmentTraitConfig,
-    FewShotConfig,
-    ModelConfig,
-    PromptConfig,
-    RetryPolicy,
-    VerificationConfig,
-    config_to_dict,
-    config_warnings,
-    format_validation_error,
-)
-from verify.errors import ConfigError
+from verify.config.deep_judgment import DeepJudgmentRubricCustomConfig, DeepJudgmentTraitConfig
+from verify.config.models import DEFAULT_ANSWERING_SYSTEM_PROMPT, ModelConfig, RetryPolicy
+from verify.config.prompts import FewShotConfig, PromptConfig
+from verify.config.report import config_to_dict, config_warnings
+from verify.config.verification import VerificationConfig
+from verify.errors import ConfigError, format_validation_error
 
 FIXTURES = Path(__file__).parent / "fixtures" / "karenina"
 
@@ -61,7 +53,7 @@ def problems(**kw: Any) -> str:
     data: dict[str, Any] = {"answering_models": [answerer()], "parsing_models": [judge()], **kw}
     with pytest.raises(ValidationError) as info:
         VerificationConfig.model_validate(data)
-    return format_validation_error(info.value)
+    return format_validation_error(info.value, root=VerificationConfig)
 
 
 def preset_full() -> VerificationConfig:
@@ -311,7 +303,7 @@ def test_format_validation_error_prefix_source_and_bad_values() -> None:
         VerificationConfig.model_validate(
             {"parsing_models": [judge()], "answering_models": [answerer()], "async_max_workers": "x"}
         )
-    text = format_validation_error(info.value, "preset p.json", prefix="config.")
+    text = format_validation_error(info.value, "preset p.json", prefix="config.", root=VerificationConfig)
     assert text.startswith("preset p.json: config.async_max_workers: ")
     assert "(got 'x')" in text
     with pytest.raises(ValidationError) as info:

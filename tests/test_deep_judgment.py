@@ -19,7 +19,7 @@ from fakes import (
 )
 
 from verify.benchmark.traits import LLMTrait, RegexTrait
-from verify.config.dj_resolve import TraitDJSettings
+from verify.config.deep_judgment import TraitDJSettings
 from verify.config.verification import VerificationConfig
 from verify.errors import ModelError
 from verify.judging.deep_judgment import TraitContext, is_absence_criterion, judge_trait
@@ -487,11 +487,13 @@ async def test_results_serialise_with_seed_003_field_names() -> None:
         await run_pipeline([CLARITY], BOILING, simulated_judge(), config=dj_config(
             deep_judgment_rubric_global_excerpts=False)),
     ]
-    for result in results:
+    evaluated = [{"clarity", "states_fact"}, {"clarity"}, {"clarity"}]
+    for result, traits in zip(results, evaluated, strict=True):
         text = result.model_dump_json()
         data = json.loads(text)
         section = data["deep_judgment_rubric"]
         assert set(section) >= SEED_003_SECTION_FIELDS
+        assert set(section["trait_metadata"]) == traits
         for meta in section["trait_metadata"].values():
             assert set(meta) >= SEED_003_TRAIT_FIELDS
         for excerpts in section["extracted_rubric_excerpts"].values():

@@ -8,7 +8,7 @@ import pytest
 from fakes import make_config
 
 from verify.benchmark.traits import LLMTrait
-from verify.config.dj_resolve import TraitDJSettings, resolve_rubric, resolve_trait
+from verify.config.deep_judgment import TraitDJSettings, resolve_rubric, resolve_trait
 from verify.config.verification import VerificationConfig
 
 

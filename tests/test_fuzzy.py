@@ -9,14 +9,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from verify.judging.excerpts.match import (
-    MAX_FUZZY_CHARS,
-    MIN_FUZZY_CHARS,
-    ExcerptMatch,
-    match_excerpt,
-    normalize_text,
-    validate_excerpts,
-)
+from verify.judging.excerpts import ExcerptMatch, match_excerpt, normalize_text, validate_excerpts
+from verify.judging.excerpts.match import MAX_FUZZY_CHARS, MIN_FUZZY_CHARS
 
 WORDS = (
     "the of and to in is was for that with as on by at from it an be this which or are were has have "

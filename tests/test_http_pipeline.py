@@ -38,8 +38,10 @@ def test_deep_judgment_over_http_scores_every_trait(tmp_path: Path) -> None:
                                    question_ids=["demo-capital", "demo-cold"], output=tmp_path / "r.jsonl")
         assert server.request_count > 0
     assert outcome.summary.total == 2 and outcome.summary.passed == 2
+    assert sorted(r.metadata.question_id for r in outcome.results) == ["demo-capital", "demo-cold"]
     for result in outcome.results:
         assert result.rubric is not None and result.deep_judgment_rubric is not None
+        assert {"clarity", "states_fact", "register"} <= set(result.rubric.trait_status)
         assert all(o.status == "scored" for o in result.rubric.trait_status.values())
         assert result.deep_judgment_rubric.traits_without_valid_excerpts == []
     text = (tmp_path / "r.jsonl").read_text()

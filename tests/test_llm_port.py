@@ -7,7 +7,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,12 +15,12 @@ import httpx2
 import pytest
 from pydantic import BaseModel, Field
 
-from verify.config.verification import CategoryRetryConfig, ModelConfig, RetryPolicy
+from verify.config.models import CategoryRetryConfig, ModelConfig, RetryPolicy
 from verify.errors import ModelError, ModelSetupError
 from verify.llm.adapters.langchain import LangChainModel
 from verify.llm.build import CountingModel, build_model
 from verify.llm.cache import CachedModel, ResponseCache
-from verify.llm.ports import ChatModel, ChatReply, ChatRequest, Message, Usage
+from verify.llm.ports import ChatModel, ChatReply, ChatRequest, Message, Purpose, Usage
 from verify.llm.resilience import (
     LimitedModel,
     RetryingModel,
@@ -28,7 +28,7 @@ from verify.llm.resilience import (
     classify_error,
     retry_after_seconds,
 )
-from verify.llm.simulated import brain
+from verify.llm.simulated.brain import ReplyFunction, SimulatedRequest
 from verify.llm.simulated.server import SimulatedServer, start_server
 from verify.llm.structured import ask_structured, ask_text
 
@@ -95,7 +95,7 @@ def policy(**categories: tuple[int, float, float]) -> RetryPolicy:
     return RetryPolicy().model_copy(update=fields)
 
 
-REQ = ChatRequest((Message("user", "hi"),), purpose="test")
+REQ = ChatRequest((Message("user", "hi"),), purpose=Purpose.ANSWER)
 
 
 # -- classification ----------------------------------------------------------------------------------
@@ -283,12 +283,12 @@ async def test_one_global_limit_across_models() -> None:
 async def test_counting_model() -> None:
     counting = CountingModel(SlowModel())
     await asyncio.gather(
-        counting.complete(ChatRequest(REQ.messages, purpose="answer")),
-        counting.complete(ChatRequest(REQ.messages, purpose="rubric")),
-        counting.complete(ChatRequest(REQ.messages, purpose="rubric")),
+        counting.complete(ChatRequest(REQ.messages, purpose=Purpose.ANSWER)),
+        counting.complete(ChatRequest(REQ.messages, purpose=Purpose.RUBRIC_SINGLE)),
+        counting.complete(ChatRequest(REQ.messages, purpose=Purpose.RUBRIC_SINGLE)),
     )
     assert counting.calls == 3 and counting.usage == Usage(6, 3)
-    assert counting.by_purpose == {"answer": 1, "rubric": 2}
+    assert counting.by_purpose == {Purpose.ANSWER: 1, Purpose.RUBRIC_SINGLE: 2}
 
 
 # -- factory ---------------------------------------------------------------------------------------
@@ -422,6 +422,8 @@ class Verdict(BaseModel):
 
 VERDICT: dict[str, Any] = {"trait": "clarity", "passed": True, "score": 4}
 PROMPT = [Message("system", "You are a judge."), Message("user", "Judge the clarity of: Paris is in France.")]
+PLAIN = ChatRequest(tuple(PROMPT), purpose=Purpose.ANSWER)
+STRUCTURED = ChatRequest(tuple(PROMPT), schema=Verdict.model_json_schema(), purpose=Purpose.RUBRIC_SINGLE)
 
 
 def fast(**categories: tuple[int, float, float]) -> RetryPolicy:
@@ -442,17 +444,19 @@ def server_factory() -> Iterator[Any]:
         server.stop()
 
 
-def brain_says(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
-    def reply(messages: Sequence[Message], schema: dict[str, Any] | None, faults: Any = None) -> str:
+def says(text: str) -> ReplyFunction:
+    """A reply function for the simulated server that always answers ``text``."""
+
+    def reply(request: SimulatedRequest) -> str:
         return text
 
-    monkeypatch.setattr(brain, "reply", reply)
+    return reply
 
 
 async def test_http_plain_text(server_factory: Any) -> None:
     server = server_factory()
     model = LangChainModel(endpoint_config(server.url))
-    reply = await model.complete(ChatRequest(tuple(PROMPT), purpose="answer"))
+    reply = await model.complete(PLAIN)
     assert reply.text
     assert reply.finish_reason == "stop"
     assert reply.usage.input_tokens > 0 and reply.usage.output_tokens > 0
@@ -462,46 +466,60 @@ async def test_http_plain_text(server_factory: Any) -> None:
     assert sent["temperature"] == 0.0 and sent.get("max_tokens", sent.get("max_completion_tokens")) == 2048
     assert "response_format" not in sent and "tools" not in sent
     assert [m["role"] for m in sent["messages"]] == ["system", "user"]
-    text = await ask_text(model, PROMPT, purpose="answer")
+    text = await ask_text(model, PROMPT, purpose=Purpose.ANSWER)
     assert text.text == reply.text and text.calls == 1
 
 
-async def test_http_native_json_schema(server_factory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    brain_says(monkeypatch, json.dumps(VERDICT))
-    server = server_factory()
+async def test_http_sends_the_purpose_header(server_factory: Any) -> None:
+    seen: list[SimulatedRequest] = []
+
+    def record(request: SimulatedRequest) -> str:
+        seen.append(request)
+        return json.dumps(VERDICT)
+
+    server = server_factory(reply=record)
+    await LangChainModel(endpoint_config(server.url)).complete(PLAIN)  # plain call
+    await LangChainModel(endpoint_config(server.url)).complete(STRUCTURED)  # response_format
+    tools = LangChainModel(endpoint_config(server.url, extra_kwargs={"structured_output_method": "function_calling"}))
+    await tools.complete(ChatRequest(tuple(PROMPT), schema=Verdict.model_json_schema(), purpose=Purpose.DJ_SCORE))
+    assert [r.purpose for r in seen] == [Purpose.ANSWER, Purpose.RUBRIC_SINGLE, Purpose.DJ_SCORE]
+    sent = [{k.lower(): v for k, v in r["headers"].items()} for r in server.chat_requests]
+    assert [h["x-verify-purpose"] for h in sent] == ["answer", "rubric_single", "dj_score"]
+
+
+async def test_http_native_json_schema(server_factory: Any) -> None:
+    server = server_factory(reply=says(json.dumps(VERDICT)))
     model = LangChainModel(endpoint_config(server.url))
-    result = await ask_structured(model, PROMPT, Verdict, purpose="rubric", trait="clarity")
+    result = await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE, trait="clarity")
     assert result.value == Verdict(**VERDICT)
     assert result.calls == 1 and result.usage.total_tokens > 0
     fmt = server.chat_requests[0]["json"]["response_format"]
     assert fmt["type"] == "json_schema"
     assert fmt["json_schema"]["name"] == "Verdict" and fmt["json_schema"]["strict"] is False
     assert fmt["json_schema"]["schema"] == Verdict.model_json_schema()
-    reply = await model.complete(ChatRequest(tuple(PROMPT), schema=Verdict.model_json_schema()))
+    reply = await model.complete(STRUCTURED)
     assert reply.parsed == VERDICT
 
 
-async def test_http_function_calling(server_factory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    brain_says(monkeypatch, json.dumps(VERDICT))
-    server = server_factory()
+async def test_http_function_calling(server_factory: Any) -> None:
+    server = server_factory(reply=says(json.dumps(VERDICT)))
     model = LangChainModel(
         endpoint_config(server.url, extra_kwargs={"structured_output_method": "function_calling"})
     )
-    reply = await model.complete(ChatRequest(tuple(PROMPT), schema=Verdict.model_json_schema()))
+    reply = await model.complete(STRUCTURED)
     assert reply.parsed == VERDICT and json.loads(reply.text) == VERDICT
     sent = server.chat_requests[0]["json"]
     assert sent["tools"][0]["function"]["name"] == "Verdict"
     assert sent["tool_choice"] == {"type": "function", "function": {"name": "Verdict"}}
 
 
-async def test_http_json_fallback_with_repair(server_factory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_http_json_fallback_with_repair(server_factory: Any) -> None:
     prose = 'Let me think.\n```json\n{"trait": "clarity", "passed": true, "score": 3,}\n```\nDone.'
-    brain_says(monkeypatch, prose)
-    server = server_factory()
+    server = server_factory(reply=says(prose))
     model = LangChainModel(endpoint_config(server.url))
-    reply = await model.complete(ChatRequest(tuple(PROMPT), schema=Verdict.model_json_schema()))
+    reply = await model.complete(STRUCTURED)
     assert reply.parsed is None and reply.text == prose
-    result = await ask_structured(model, PROMPT, Verdict, purpose="rubric")
+    result = await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE)
     assert result.value == Verdict(trait="clarity", passed=True, score=3)
     assert result.calls == 1
 
@@ -518,7 +536,7 @@ async def test_http_429_retried_with_backoff(server_factory: Any) -> None:
         LangChainModel(endpoint_config(server.url)), fast(rate_limit=(3, 0.02, 0.1)), sleep=recording_sleep
     )
     started = time.perf_counter()
-    reply = await model.complete(ChatRequest(tuple(PROMPT)))
+    reply = await model.complete(PLAIN)
     elapsed = time.perf_counter() - started
     assert reply.text
     assert len(server.chat_requests) == 3
@@ -534,20 +552,20 @@ async def test_http_429_retry_after_header_is_honoured(server_factory: Any) -> N
     model = RetryingModel(
         LangChainModel(endpoint_config(server.url)), fast(rate_limit=(2, 5.0, 30.0)), sleep=sleep
     )
-    await model.complete(ChatRequest(tuple(PROMPT)))
+    await model.complete(PLAIN)
     assert sleep.delays == [0.03]
 
 
 async def test_http_500_retried_then_exhausted(server_factory: Any) -> None:
     server = server_factory(fail_first=1, fail_status=500)
     model = RetryingModel(LangChainModel(endpoint_config(server.url)), fast(server_error=(2, 0.01, 0.02)))
-    assert (await model.complete(ChatRequest(tuple(PROMPT)))).text
+    assert (await model.complete(PLAIN)).text
     assert [r["status"] for r in server.chat_requests] == [500, 200]
 
     always = server_factory(rate_500=1.0)
     failing = RetryingModel(LangChainModel(endpoint_config(always.url)), fast(server_error=(2, 0.01, 0.02)))
     with pytest.raises(ModelError) as caught:
-        await failing.complete(ChatRequest(tuple(PROMPT)))
+        await failing.complete(PLAIN)
     assert caught.value.category == "server_error"
     assert len(always.chat_requests) == 3
 
@@ -558,7 +576,7 @@ async def test_http_400_is_permanent(server_factory: Any) -> None:
         LangChainModel(endpoint_config(server.url)), fast(rate_limit=(3, 0, 0), server_error=(3, 0, 0))
     )
     with pytest.raises(ModelError) as caught:
-        await model.complete(ChatRequest(tuple(PROMPT)))
+        await model.complete(PLAIN)
     assert caught.value.category == "permanent"
     assert len(server.chat_requests) == 1
 
@@ -569,7 +587,7 @@ async def test_http_timeout_is_retried_then_fails(server_factory: Any) -> None:
     model = RetryingModel(LangChainModel(config), fast(timeout=(1, 0.01, 0.01)))
     started = time.perf_counter()
     with pytest.raises(ModelError) as caught:
-        await model.complete(ChatRequest(tuple(PROMPT)))
+        await model.complete(PLAIN)
     elapsed = time.perf_counter() - started
     assert caught.value.category == "timeout"
     assert model.retries_used["timeout"] == 1
@@ -583,15 +601,14 @@ async def test_http_connection_refused(server_factory: Any) -> None:
     server.stop()
     model = RetryingModel(LangChainModel(endpoint_config(url)), fast(connection=(1, 0.0, 0.0)))
     with pytest.raises(ModelError) as caught:
-        await model.complete(ChatRequest(tuple(PROMPT)))
+        await model.complete(PLAIN)
     assert caught.value.category == "connection"
 
 
-async def test_http_unparseable_replies(server_factory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    brain_says(monkeypatch, "I refuse to produce JSON; the answer seems fine overall.")
-    server = server_factory()
+async def test_http_unparseable_replies(server_factory: Any) -> None:
+    server = server_factory(reply=says("I refuse to produce JSON; the answer seems fine overall."))
     model = LangChainModel(endpoint_config(server.url))
-    result = await ask_structured(model, PROMPT, Verdict, purpose="rubric", max_parse_retries=2)
+    result = await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE, max_parse_retries=2)
     assert result.value is None
     assert result.error == "no JSON object found in the reply"
     assert result.raw_text == "I refuse to produce JSON; the answer seems fine overall."
@@ -600,48 +617,43 @@ async def test_http_unparseable_replies(server_factory: Any, monkeypatch: pytest
     assert last[-2]["role"] == "assistant" and "no JSON object" in last[-1]["content"]
 
 
-async def test_http_truncated_reply_is_not_repaired(
-    server_factory: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    brain_says(monkeypatch, json.dumps(VERDICT))
-    server = server_factory(truncate_rate=1.0)
+async def test_http_truncated_reply_is_not_repaired(server_factory: Any) -> None:
+    server = server_factory(truncate_rate=1.0, reply=says(json.dumps(VERDICT)))
     model = LangChainModel(endpoint_config(server.url))
-    reply = await model.complete(ChatRequest(tuple(PROMPT), schema=Verdict.model_json_schema()))
+    reply = await model.complete(STRUCTURED)
     assert reply.finish_reason == "length" and reply.parsed is None
     assert reply.text == json.dumps(VERDICT)[: len(json.dumps(VERDICT)) // 2]
-    result = await ask_structured(model, PROMPT, Verdict, purpose="rubric", max_parse_retries=1)
+    result = await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE, max_parse_retries=1)
     assert result.value is None and result.error == "reply truncated (finish_reason=length)"
 
 
-async def test_http_full_chain_with_cache(
-    server_factory: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
-) -> None:
-    brain_says(monkeypatch, json.dumps(VERDICT))
-    server = server_factory(fail_first=1, fail_status=503)
+async def test_http_full_chain_with_cache(server_factory: Any, tmp_path: Any) -> None:
+    server = server_factory(fail_first=1, fail_status=503, reply=says(json.dumps(VERDICT)))
     config = endpoint_config(server.url, retry_policy=fast(server_error=(2, 0.0, 0.0)))
     model = build_model(
         config, cache=ResponseCache(tmp_path / "c.db"), limiter=asyncio.Semaphore(2), policy=None
     )
-    first = await ask_structured(model, PROMPT, Verdict, purpose="rubric")
-    second = await ask_structured(model, PROMPT, Verdict, purpose="rubric")
+    first = await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE)
+    second = await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE)
     assert first.value == second.value == Verdict(**VERDICT)
     assert len(server.chat_requests) == 2  # one 503, one answer, then the cache
     assert isinstance(model, CachedModel) and (model.hits, model.misses) == (1, 1)
 
 
-async def test_http_unsupported_response_format_falls_back_to_plain(
-    server_factory: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    brain_says(monkeypatch, json.dumps(VERDICT))
-    server = server_factory(fail_first=1, fail_status=400)  # like a server rejecting response_format
+async def test_http_unsupported_response_format_falls_back_to_plain(server_factory: Any) -> None:
+    # like a server rejecting response_format
+    server = server_factory(fail_first=1, fail_status=400, reply=says(json.dumps(VERDICT)))
     model = LangChainModel(endpoint_config(server.url))
-    result = await ask_structured(model, PROMPT, Verdict, purpose="rubric")
+    result = await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE)
     assert result.value == Verdict(**VERDICT) and result.calls == 1
     sent = [r["json"] for r in server.chat_requests]
     assert "response_format" in sent[0] and "response_format" not in sent[1]
     assert model.native_disabled
-    await model.complete(ChatRequest(tuple(PROMPT), schema=Verdict.model_json_schema()))
+    await model.complete(STRUCTURED)
     assert "response_format" not in server.chat_requests[-1]["json"]
+    # the plain retry still says which step asks
+    sent = [{k.lower(): v for k, v in r["headers"].items()} for r in server.chat_requests]
+    assert [h.get("x-verify-purpose") for h in sent] == ["rubric_single"] * 3
 
 
 def test_one_adapter_across_event_loops(server_factory: Any) -> None:
@@ -650,7 +662,7 @@ def test_one_adapter_across_event_loops(server_factory: Any) -> None:
     server = server_factory()
     config = endpoint_config(server.url)
     model = LangChainModel(config)
-    request = ChatRequest(tuple(PROMPT))
+    request = PLAIN
     for _ in range(3):
         assert asyncio.run(model.complete(request)).text
     assert asyncio.run(LangChainModel(config).complete(request)).text

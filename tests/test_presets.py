@@ -302,7 +302,9 @@ def test_save_preset_refuses_what_cannot_be_stored(tmp_path: Path) -> None:
 
 
 def test_nested_header_secrets_never_reach_presets_or_show_config(tmp_path) -> None:
-    from verify.config.verification import ModelConfig, VerificationConfig, config_to_dict
+    from verify.config.models import ModelConfig
+    from verify.config.report import config_to_dict
+    from verify.config.verification import VerificationConfig
 
     judge = ModelConfig(
         id="judge", model_provider="openai", model_name="gpt-4.1-mini",

@@ -10,7 +10,7 @@ from fakes import ScriptedModel, honest, make_config, prompt_of, run_rubric, sim
 
 from verify.benchmark.traits import CallableTrait, LLMTrait, MetricTrait, RegexTrait
 from verify.errors import ModelError
-from verify.llm.ports import ChatRequest
+from verify.llm.ports import ChatRequest, Purpose
 from verify.stages.rubric import RubricEvaluation
 
 QUESTION = "What is the main function of the BCL2 protein?"
@@ -344,11 +344,11 @@ async def test_deep_judgment_for_some_traits_keeps_the_others(strategy: str) -> 
     assert section.callable_trait_scores == {"word_count": len(ANSWER.split())}
     assert section.metric_trait_scores is not None and set(section.metric_trait_scores) == {"bcl2_facts"}
     # the standard call covers only the non-deep-judgment LLM trait
-    std = [r for r in judge.requests if r.purpose.startswith("rubric_") and r.purpose != "rubric_metric"]
+    std = [r for r in judge.requests if r.purpose.is_rubric_evaluation and r.purpose is not Purpose.RUBRIC_METRIC]
     assert len(std) == 1
     assert 'name="states_fact"' in prompt_of(std[0]) and 'name="clarity"' not in prompt_of(std[0])
-    assert {r.trait for r in judge.requests if r.purpose.startswith("dj_")} == {"clarity", "register"}
-    assert deps.judge.calls_for("clarity", "dj_") == 3
+    assert {r.trait for r in judge.requests if r.purpose.is_rubric_deep_judgment} == {"clarity", "register"}
+    assert deps.judge.calls_for("clarity", lambda p: p.is_rubric_deep_judgment) == 3
 
 
 async def test_literal_trait_under_deep_judgment_gets_a_label() -> None:

@@ -168,5 +168,8 @@ def test_rubric_trait_names_limits_the_traits_evaluated() -> None:
     answers = json.loads(ANSWERS.read_text())
     config = demo_config(rubric_trait_names=["clarity", "has_number"], deep_judgment_rubric_mode="disabled")
     outcome = run_verification(load_benchmark(DEMO), config, answers=answers)
+    tasks = {(r.metadata.answering.config_id, r.metadata.question_id) for r in outcome.results}
+    assert len(outcome.results) == 8
+    assert tasks == {(m, q) for m, per_q in answers.items() for q in per_q}
     for r in outcome.results:
         assert r.rubric is not None and set(r.rubric.trait_status) == {"clarity", "has_number"}

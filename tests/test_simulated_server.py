@@ -10,7 +10,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,8 +20,9 @@ from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
-from verify.llm.ports import Message
+from verify.llm.ports import Message, Purpose
 from verify.llm.simulated import brain
+from verify.llm.simulated.brain import SimulatedRequest
 from verify.llm.simulated.server import SimulatedServer, start_server
 
 VERDICT = {"passed": True, "score": 4, "reasoning": "the answer names Paris"}
@@ -44,30 +45,32 @@ class Lenient(BaseModel):
 
 @dataclass
 class FakeBrain:
-    """Stands in for brain.reply: records each call and answers from the schema."""
+    """A reply function for the server (instead of the brain): records each request, answers from the schema."""
 
     text: str = "a simulated answer"
-    calls: list[tuple[list[Message], dict[str, Any] | None, brain.Faults | None]] = field(
-        default_factory=list
-    )
+    calls: list[SimulatedRequest] = field(default_factory=list)
 
-    def __call__(
-        self, messages: Sequence[Message], schema: dict[str, Any] | None, faults: brain.Faults | None = None
-    ) -> str:
-        self.calls.append((list(messages), schema, faults))
-        return self.text if schema is None else json.dumps(VERDICT)
+    def __call__(self, request: SimulatedRequest) -> str:
+        self.calls.append(request)
+        return self.text if request.schema is None else json.dumps(VERDICT)
 
 
 @pytest.fixture
-def fake_brain(monkeypatch: pytest.MonkeyPatch) -> FakeBrain:
-    fake = FakeBrain()
-    monkeypatch.setattr(brain, "reply", fake)
-    return fake
+def fake_brain() -> FakeBrain:
+    return FakeBrain()
 
 
 @pytest.fixture
 def server() -> Iterator[SimulatedServer]:
+    """A server answering with the real brain."""
     with start_server() as running:
+        yield running
+
+
+@pytest.fixture
+def fake_server(fake_brain: FakeBrain) -> Iterator[SimulatedServer]:
+    """A server answering with ``fake_brain``."""
+    with start_server(reply=fake_brain) as running:
         yield running
 
 
@@ -97,7 +100,8 @@ def simple_body(text: str = "hello", **more: Any) -> dict[str, Any]:
 
 def test_plain_invoke_returns_the_brains_text(server: SimulatedServer) -> None:
     reply = chat(server).invoke("What is the capital of France?")
-    expected = brain.reply([Message("user", "What is the capital of France?")], None, brain.Faults())
+    expected = brain.reply(None, [Message("user", "What is the capital of France?")], None, brain.Faults())
+    assert expected == brain.reply(Purpose.ANSWER, [Message("user", "What is the capital of France?")], None)
     assert reply.content == expected
     assert reply.response_metadata["finish_reason"] == "stop"
     assert reply.response_metadata["model_name"] == "simulated-judge"
@@ -108,46 +112,47 @@ def test_plain_invoke_returns_the_brains_text(server: SimulatedServer) -> None:
     assert server.requests[0]["json"]["stream"] is False  # langchain-openai says so explicitly
 
 
-def test_invoke_converts_messages_and_hides_the_key(server: SimulatedServer, fake_brain: FakeBrain) -> None:
-    chat(server).invoke([("system", "You are a judge."), ("human", "Q?"), ("ai", "A."), ("human", "Sure?")])
-    messages, schema, _ = fake_brain.calls[0]
-    assert messages == [
+def test_invoke_converts_messages_and_hides_the_key(fake_server: SimulatedServer, fake_brain: FakeBrain) -> None:
+    chat(fake_server).invoke([("system", "You are a judge."), ("human", "Q?"), ("ai", "A."), ("human", "Sure?")])
+    (call,) = fake_brain.calls
+    assert call.messages == (
         Message("system", "You are a judge."),
         Message("user", "Q?"),
         Message("assistant", "A."),
         Message("user", "Sure?"),
-    ]
-    assert schema is None
-    headers = {k.lower() for k in server.requests[0]["headers"]}
+    )
+    assert call.schema is None
+    assert call.purpose is None  # a plain client sends no X-Verify-Purpose header
+    headers = {k.lower() for k in fake_server.requests[0]["headers"]}
     assert "authorization" not in headers
-    assert "sk-test" not in json.dumps(server.requests)
+    assert "sk-test" not in json.dumps(fake_server.requests)
 
 
-def test_structured_output_json_schema(server: SimulatedServer, fake_brain: FakeBrain) -> None:
-    verdict = chat(server).with_structured_output(Verdict, method="json_schema").invoke("judge this")
+def test_structured_output_json_schema(fake_server: SimulatedServer, fake_brain: FakeBrain) -> None:
+    verdict = chat(fake_server).with_structured_output(Verdict, method="json_schema").invoke("judge this")
     assert verdict == Verdict.model_validate(VERDICT)
-    _, schema, _ = fake_brain.calls[0]
+    schema = fake_brain.calls[0].schema
     assert schema is not None and schema["title"] == "Verdict"
     assert set(schema["properties"]) == {"passed", "score", "reasoning"}
-    sent = server.requests[0]["json"]["response_format"]
+    sent = fake_server.requests[0]["json"]["response_format"]
     assert sent["type"] == "json_schema" and sent["json_schema"]["strict"] is True
 
 
-def test_structured_output_function_calling(server: SimulatedServer, fake_brain: FakeBrain) -> None:
-    verdict = chat(server).with_structured_output(Verdict, method="function_calling").invoke("judge this")
+def test_structured_output_function_calling(fake_server: SimulatedServer, fake_brain: FakeBrain) -> None:
+    verdict = chat(fake_server).with_structured_output(Verdict, method="function_calling").invoke("judge this")
     assert verdict == Verdict.model_validate(VERDICT)
-    _, schema, _ = fake_brain.calls[0]
+    schema = fake_brain.calls[0].schema
     # the tool's parameters carry no title; the server names the schema after the forced tool
     assert schema is not None and schema["title"] == "Verdict"
     assert "reasoning" in schema["properties"]
-    sent = server.requests[0]["json"]
+    sent = fake_server.requests[0]["json"]
     assert sent["tool_choice"] == {"type": "function", "function": {"name": "Verdict"}}
 
 
-def test_structured_output_json_mode_replies_json(server: SimulatedServer, fake_brain: FakeBrain) -> None:
-    reply = chat(server).bind(response_format={"type": "json_object"}).invoke("answer in json")
+def test_structured_output_json_mode_replies_json(fake_server: SimulatedServer, fake_brain: FakeBrain) -> None:
+    reply = chat(fake_server).bind(response_format={"type": "json_object"}).invoke("answer in json")
     assert json.loads(str(reply.content)) == {"content": fake_brain.text}  # free text wrapped into JSON
-    assert fake_brain.calls[0][1] is None
+    assert fake_brain.calls[0].schema is None
 
 
 def test_structured_output_with_the_real_brain(server: SimulatedServer) -> None:
@@ -156,19 +161,19 @@ def test_structured_output_with_the_real_brain(server: SimulatedServer) -> None:
         assert isinstance(result, Lenient)
 
 
-def test_streaming_text_and_tool_calls(server: SimulatedServer, fake_brain: FakeBrain) -> None:
+def test_streaming_text_and_tool_calls(fake_server: SimulatedServer, fake_brain: FakeBrain) -> None:
     fake_brain.text = "a reply long enough to arrive in several SSE chunks"
-    model = chat(server, stream_usage=True)
+    model = chat(fake_server, stream_usage=True)
     chunks = list(model.stream("stream please"))
     assert len(chunks) > 3
     assert "".join(str(c.content) for c in chunks) == fake_brain.text
-    assert server.requests[-1]["json"]["stream"] is True
+    assert fake_server.requests[-1]["json"]["stream"] is True
     verdict = list(model.with_structured_output(Verdict, method="function_calling").stream("judge"))[-1]
     assert verdict == Verdict.model_validate(VERDICT)
 
 
 async def test_concurrent_async_calls(fake_brain: FakeBrain) -> None:
-    with start_server(latency_ms=200) as server:
+    with start_server(latency_ms=200, reply=fake_brain) as server:
         model = chat(server)
         await model.ainvoke("warm up")  # the first async call pays for client setup
         started = time.perf_counter()
@@ -183,7 +188,7 @@ async def test_concurrent_async_calls(fake_brain: FakeBrain) -> None:
 
 
 def test_fail_first_429_is_retried_by_the_sdk(fake_brain: FakeBrain) -> None:
-    with start_server(fail_first=2, fail_status=429) as server:
+    with start_server(fail_first=2, fail_status=429, reply=fake_brain) as server:
         started = time.perf_counter()
         reply = chat(server, max_retries=2).invoke("hello")
         elapsed = time.perf_counter() - started
@@ -209,17 +214,17 @@ def test_429_carries_retry_after_headers() -> None:
 
 
 def test_500s_are_retried_then_surface(fake_brain: FakeBrain) -> None:
-    with start_server(fail_first=1, fail_status=500) as server:
+    with start_server(fail_first=1, fail_status=500, reply=fake_brain) as server:
         assert chat(server, max_retries=1).invoke("hello").content == fake_brain.text
         assert [r["status"] for r in server.requests] == [500, 200]
-    with start_server(rate_500=1.0) as server:
+    with start_server(rate_500=1.0, reply=fake_brain) as server:
         with pytest.raises(openai.InternalServerError):
             chat(server, max_retries=1).invoke("hello")
         assert server.request_count == 2
 
 
 def test_latency(fake_brain: FakeBrain) -> None:
-    with start_server(latency_ms=300) as server:
+    with start_server(latency_ms=300, reply=fake_brain) as server:
         started = time.perf_counter()
         chat(server).invoke("slow")
         assert time.perf_counter() - started >= 0.3
@@ -227,7 +232,7 @@ def test_latency(fake_brain: FakeBrain) -> None:
 
 def test_truncation_gives_finish_reason_length(fake_brain: FakeBrain) -> None:
     fake_brain.text = "0123456789" * 4
-    with start_server(truncate_rate=1.0) as server:
+    with start_server(truncate_rate=1.0, reply=fake_brain) as server:
         reply = chat(server).invoke("hello")
         assert reply.response_metadata["finish_reason"] == "length"
         assert reply.content == fake_brain.text[:20]
@@ -238,19 +243,19 @@ def test_truncation_gives_finish_reason_length(fake_brain: FakeBrain) -> None:
         assert result["parsed"] is None  # half a JSON object does not parse
 
 
-def test_max_tokens_cuts_the_reply(fake_brain: FakeBrain, server: SimulatedServer) -> None:
+def test_max_tokens_cuts_the_reply(fake_brain: FakeBrain, fake_server: SimulatedServer) -> None:
     fake_brain.text = "word " * 100
-    reply = chat(server, max_tokens=5).invoke("hello")
+    reply = chat(fake_server, max_tokens=5).invoke("hello")
     assert reply.response_metadata["finish_reason"] == "length"
     assert len(str(reply.content)) == 20
 
 
 def test_reply_faults_reach_the_brain(fake_brain: FakeBrain) -> None:
-    with start_server(malformed_rate=0.5, fabricate_rate=0.25, seed=7) as server:
+    with start_server(malformed_rate=0.5, fabricate_rate=0.25, seed=7, reply=fake_brain) as server:
         chat(server).invoke("hello")
         chat(server).invoke("hello")  # the same body again: the brain decides, so the same faults
     expected = brain.Faults(malformed_json=0.5, fabricate_excerpts=0.25, seed=7)
-    assert [faults for _, _, faults in fake_brain.calls] == [expected, expected]
+    assert [call.faults for call in fake_brain.calls] == [expected, expected]
 
 
 def test_malformed_json_from_the_real_brain_passes_through() -> None:
@@ -259,8 +264,8 @@ def test_malformed_json_from_the_real_brain_passes_through() -> None:
         "judge",
         response_format={"type": "json_schema", "json_schema": {"name": "Lenient", "schema": schema}},
     )
-    expected = brain.reply([Message("user", "judge")], schema, brain.Faults(malformed_json=1.0, seed=3))
-    assert expected != brain.reply([Message("user", "judge")], schema, brain.Faults(seed=3))
+    expected = brain.reply(None, [Message("user", "judge")], schema, brain.Faults(malformed_json=1.0, seed=3))
+    assert expected != brain.reply(None, [Message("user", "judge")], schema, brain.Faults(seed=3))
     with start_server(malformed_rate=1.0, seed=3) as server:
         _, _, payload = post(server.url + "/chat/completions", body)
     assert payload["choices"][0]["message"]["content"] == expected
@@ -268,7 +273,7 @@ def test_malformed_json_from_the_real_brain_passes_through() -> None:
 
 def test_fault_decisions_are_deterministic(fake_brain: FakeBrain) -> None:
     def statuses(seed: int) -> list[int]:
-        with start_server(rate_429=0.5, seed=seed) as server:
+        with start_server(rate_429=0.5, seed=seed, reply=fake_brain) as server:
             return [post(server.url + "/chat/completions", simple_body(f"q{i}"))[0] for i in range(30)]
 
     run = statuses(3)
@@ -278,18 +283,30 @@ def test_fault_decisions_are_deterministic(fake_brain: FakeBrain) -> None:
 
 
 def test_a_retried_request_gets_a_fresh_draw(fake_brain: FakeBrain) -> None:
-    with start_server(rate_429=0.5, seed=1) as server:
+    with start_server(rate_429=0.5, seed=1, reply=fake_brain) as server:
         codes = [post(server.url + "/chat/completions", simple_body("same"))[0] for _ in range(20)]
     assert {429, 200} <= set(codes)
 
 
-def test_brain_errors_become_500(monkeypatch: pytest.MonkeyPatch, server: SimulatedServer) -> None:
-    def broken(*args: Any) -> str:
+def test_brain_errors_become_500() -> None:
+    def broken(request: SimulatedRequest) -> str:
         raise RuntimeError("rule table missing")
 
-    monkeypatch.setattr(brain, "reply", broken)
-    status, _, body = post(server.url + "/chat/completions", simple_body())
+    with start_server(reply=broken) as server:
+        status, _, body = post(server.url + "/chat/completions", simple_body())
     assert status == 500 and "rule table missing" in body["error"]["message"]
+
+
+def test_the_purpose_header_reaches_the_reply_function(fake_brain: FakeBrain, fake_server: SimulatedServer) -> None:
+    url = fake_server.url + "/chat/completions"
+    assert post(url, simple_body(), {"X-Verify-Purpose": "dj_reasoning"})[0] == 200
+    assert post(url, simple_body())[0] == 200
+    status, _, body = post(url, simple_body(), {"X-Verify-Purpose": "rubric"})
+    assert status == 400 and "X-Verify-Purpose" in body["error"]["message"]
+    assert [call.purpose for call in fake_brain.calls] == [Purpose.DJ_REASONING, None]
+    # langchain-openai forwards per-call extra_headers to the server
+    chat(fake_server).invoke("judge", extra_headers={"X-Verify-Purpose": "dj_score"})
+    assert fake_brain.calls[-1].purpose is Purpose.DJ_SCORE
 
 
 # -- plain HTTP ---------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from verify.errors import ModelError
-from verify.llm.ports import ChatReply, ChatRequest, Message, Usage
+from verify.llm.ports import ChatReply, ChatRequest, Message, Purpose, Usage
 from verify.llm.structured import (
     Structured,
     TextReply,
@@ -102,7 +102,7 @@ def test_parse_json_reply_does_not_complete_a_cut_off_object() -> None:
         ("<think>only thoughts</think>", "empty"),
         ("I think the answer is clear, score 4.", "no JSON object"),
         ('{"trait": "clarity", "passed": "maybe", "score": 11}', "score"),
-        ('{"trait": "clarity", "passed": true}', "score: Field required"),
+        ('{"trait": "clarity", "passed": true}', "score: required field is missing"),
     ],
 )
 def test_parse_json_reply_errors_are_short_and_specific(reply: str, message: str) -> None:
@@ -123,18 +123,18 @@ def test_strip_thinking_and_truncation_flags() -> None:
 
 async def test_native_parsed_reply_is_validated() -> None:
     model = ScriptedModel([ChatReply(text=GOOD, parsed={"trait": "clarity", "passed": True, "score": 4})])
-    result = await ask_structured(model, PROMPT, Verdict, purpose="rubric", trait="clarity")
+    result = await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE, trait="clarity")
     assert isinstance(result, Structured)
     assert result.value == Verdict(trait="clarity", passed=True, score=4)
     assert (result.error, result.attempts, result.calls) == (None, 1, 1)
     request = model.requests[0]
     assert request.schema == Verdict.model_json_schema()
-    assert (request.purpose, request.trait) == ("rubric", "clarity")
+    assert (request.purpose, request.trait) == (Purpose.RUBRIC_SINGLE, "clarity")
 
 
 async def test_text_reply_is_extracted_without_a_second_call() -> None:
     model = ScriptedModel([text(f"Verdict below.\n```json\n{GOOD[:-1]},}}\n```")])
-    result = await ask_structured(model, PROMPT, Verdict, purpose="rubric")
+    result = await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE)
     assert result.value is not None and result.value.score == 4
     assert result.calls == 1
 
@@ -142,7 +142,7 @@ async def test_text_reply_is_extracted_without_a_second_call() -> None:
 async def test_schema_invalid_reply_gets_feedback_then_succeeds() -> None:
     bad = '{"trait": "clarity", "passed": true, "score": 9}'
     model = ScriptedModel([text(bad, usage=Usage(100, 20)), text(GOOD, usage=Usage(130, 25))])
-    result = await ask_structured(model, PROMPT, Verdict, purpose="rubric")
+    result = await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE)
     assert result.value is not None and result.value.score == 4
     assert (result.attempts, result.calls, result.error) == (2, 2, None)
     assert result.usage == Usage(230, 45)
@@ -157,14 +157,14 @@ async def test_schema_invalid_reply_gets_feedback_then_succeeds() -> None:
 async def test_native_parsed_but_invalid_is_fed_back_too() -> None:
     bad = {"trait": "clarity", "passed": True, "score": -1}
     model = ScriptedModel([ChatReply(text="{}", parsed=bad), ChatReply(text=GOOD, parsed=None)])
-    result = await ask_structured(model, PROMPT, Verdict, purpose="rubric")
+    result = await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE)
     assert result.value is not None and result.calls == 2
     assert "greater than or equal to 0" in model.requests[1].messages[-1].content
 
 
 async def test_always_invalid_gives_none_with_raw_text_and_error() -> None:
     model = ScriptedModel([text("I cannot judge this."), text("Still prose."), text("score: four")])
-    result = await ask_structured(model, PROMPT, Verdict, purpose="rubric", max_parse_retries=2)
+    result = await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE, max_parse_retries=2)
     assert result.value is None
     assert not result.ok
     assert result.raw_text == "score: four"
@@ -176,7 +176,7 @@ async def test_always_invalid_gives_none_with_raw_text_and_error() -> None:
 async def test_truncated_reply_is_not_repaired() -> None:
     cut = '{"trait": "clarity", "passed": true, "score": 4, "excerpts": ["Paris is the ca'
     model = ScriptedModel([text(cut, finish="length")])
-    result = await ask_structured(model, PROMPT, Verdict, purpose="rubric", max_parse_retries=0)
+    result = await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE, max_parse_retries=0)
     assert result.value is None
     assert result.error == "reply truncated (finish_reason=length)"
     assert result.raw_text == cut
@@ -188,7 +188,7 @@ async def test_truncated_even_if_parseable_then_retry_succeeds() -> None:
         ChatReply(text=GOOD, parsed={"trait": "clarity", "passed": True, "score": 4}, finish_reason="max_tokens"),
         text(GOOD),
     ])  # fmt: skip
-    result = await ask_structured(model, PROMPT, Verdict, purpose="rubric")
+    result = await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE)
     assert result.value is not None and result.calls == 2
     assert "truncated" in model.requests[1].messages[-1].content
     assert "more briefly" in model.requests[1].messages[-1].content
@@ -196,19 +196,19 @@ async def test_truncated_even_if_parseable_then_retry_succeeds() -> None:
 
 async def test_no_retries_when_max_parse_retries_is_zero() -> None:
     model = ScriptedModel([text("nope")])
-    result = await ask_structured(model, PROMPT, Verdict, purpose="rubric", max_parse_retries=0)
+    result = await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE, max_parse_retries=0)
     assert (result.value, result.calls) == (None, 1)
 
 
 async def test_model_errors_propagate() -> None:
     model = ScriptedModel([ModelError("gave up", "rate_limit")])
     with pytest.raises(ModelError) as caught:
-        await ask_structured(model, PROMPT, Verdict, purpose="rubric")
+        await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE)
     assert caught.value.category == "rate_limit"
 
 
 async def test_ask_text() -> None:
     model = ScriptedModel([text("<think>x</think>Paris.", usage=Usage(7, 3))])
-    reply = await ask_text(model, PROMPT, purpose="answer", trait=None)
+    reply = await ask_text(model, PROMPT, purpose=Purpose.ANSWER, trait=None)
     assert reply == TextReply("<think>x</think>Paris.", Usage(7, 3), 1, "stop")
-    assert model.requests[0].schema is None and model.requests[0].purpose == "answer"
+    assert model.requests[0].schema is None and model.requests[0].purpose is Purpose.ANSWER

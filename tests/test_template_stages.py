@@ -66,10 +66,7 @@ def test_verify_that_raises_is_recorded_on_its_task_only() -> None:
     assert "KeyError" in failure.reason
 
 
-def test_a_verify_that_never_ends_times_out_on_its_task_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    import verify.templates.time_limit
-
-    monkeypatch.setattr(verify.templates.time_limit, "TEMPLATE_CODE_TIMEOUT_S", 0.2)
+def test_a_verify_that_never_ends_times_out_on_its_task_only() -> None:
     slow = CAPITAL.replace('return self.capital.strip().lower() == self.correct["capital"].lower()',
                            "n = 0\n        for i in range(30000000):\n            n += i\n        return n < 0")
     assert slow != CAPITAL
@@ -77,7 +74,7 @@ def test_a_verify_that_never_ends_times_out_on_its_task_only(monkeypatch: pytest
         Question(id="ok", text="What is the capital of France?", raw_answer="Paris", template_code=CAPITAL, finished=True),
         Question(id="slow", text="What is the capital of France?", raw_answer="Paris", template_code=slow, finished=True),
     )
-    results = run(benchmark, {"ok": "Paris.", "slow": "Paris."}, sim_config("template_only"))
+    results = run(benchmark, {"ok": "Paris.", "slow": "Paris."}, sim_config("template_only"), code_time_limit=0.2)
     assert results["ok"].passed
     r = results["slow"]
     assert r.template is not None and "did not finish within 0.2 s" in (r.template.field_verification_error or "")
@@ -343,7 +340,7 @@ def test_deep_judgment_retry_keeps_earlier_valid_quotes_and_resets_the_missing_l
     benchmark = load_benchmark(RUBRICS)
     qid = "urn:karenina:test:rq002"
     outcome = run_verification(benchmark, dj_config(), answers={"*": {qid: RIGHT[qid]}}, question_ids=[qid],
-                               model_factory=lambda m: ScriptedModel(script))
+                               adapter_factory=lambda m: ScriptedModel(script))
     (r,) = outcome.results
     dj = r.deep_judgment
     assert dj is not None and r.passed and not dj.attributes_without_excerpts
@@ -395,7 +392,7 @@ def scripted(overrides: dict[str, Any]) -> Any:
 
 def test_unparseable_parse_reply_is_a_parsing_failure() -> None:
     outcome = run_verification(load_benchmark(MINIMAL), sim_config("template_and_rubric"), answers={"*": {Q1: "4"}},
-                               include_unfinished=True, model_factory=scripted({"parsing": "no idea, sorry"}))
+                               include_unfinished=True, adapter_factory=scripted({"parsing": "no idea, sorry"}))
     (r,) = outcome.results
     failure = r.metadata.failure
     assert failure is not None and (failure.category, failure.stage, failure.group) == (
@@ -407,7 +404,7 @@ def test_unparseable_parse_reply_is_a_parsing_failure() -> None:
 def test_judge_outage_during_parse_is_transient() -> None:
     outage = ModelError("timed out after 3 attempts", category="timeout")
     outcome = run_verification(load_benchmark(MINIMAL), sim_config(), answers={"*": {Q1: "4"}},
-                               include_unfinished=True, model_factory=scripted({"parsing": outage}))
+                               include_unfinished=True, adapter_factory=scripted({"parsing": outage}))
     (r,) = outcome.results
     assert r.metadata.failure is not None and (r.metadata.failure.category, r.metadata.failure.group) == ("timeout", "retry")
     assert r.metadata.errors[0].stage == "parse_template"
@@ -421,7 +418,7 @@ def test_judge_parse_prompt_hides_the_ground_truth() -> None:
         return honest(request)
 
     run_verification(load_benchmark(RUBRICS), sim_config(), answers={"*": {CAPITAL_Q: "It is Lyon."}},
-                     question_ids=[CAPITAL_Q], model_factory=lambda m: ScriptedModel(script))
+                     question_ids=[CAPITAL_Q], adapter_factory=lambda m: ScriptedModel(script))
     (parse,) = [r for r in seen if r.purpose == "parsing"]
     assert "Paris" not in prompt_of(parse) and parse.schema is not None and parse.schema["title"] == "Answer"
     assert '<field name="capital" type="string">The capital city name</field>' in prompt_of(parse)

@@ -62,8 +62,9 @@ def sim_config(mode: str = "template_only", **kw: Any) -> VerificationConfig:
     return VerificationConfig(answering_models=[SIM_ANSWERER], parsing_models=[SIM_JUDGE], evaluation_mode=mode, **kw)
 
 
-def run(benchmark: Benchmark, answers: dict[str, str], config: VerificationConfig) -> dict[str, VerificationResult]:
-    outcome = run_verification(benchmark, config, answers={"*": answers}, include_unfinished=True)
+def run(benchmark: Benchmark, answers: dict[str, str], config: VerificationConfig,
+        **options: Any) -> dict[str, VerificationResult]:
+    outcome = run_verification(benchmark, config, answers={"*": answers}, include_unfinished=True, **options)
     return {r.metadata.question_id: r for r in outcome.results}
 
 
@@ -102,6 +103,7 @@ def test_fixture_right_answers_pass_in_every_mode(path: Path, mode: str) -> None
 def test_fixture_wrong_answers_fail_with_category_content(path: Path, mode: str) -> None:
     benchmark = load_benchmark(path)
     results = run(benchmark, WRONG, sim_config(mode))
+    assert set(results) == {q.id for q in benchmark.questions}
     for qid, r in results.items():
         assert not r.passed
         assert r.template is not None and r.template.verify_result is False
@@ -112,7 +114,9 @@ def test_fixture_wrong_answers_fail_with_category_content(path: Path, mode: str)
 
 
 def test_wrong_answers_still_pass_in_rubric_only_mode() -> None:
-    results = run(load_benchmark(KARENINA / "multi_question.jsonld"), WRONG, sim_config("rubric_only"))
+    benchmark = load_benchmark(KARENINA / "multi_question.jsonld")
+    results = run(benchmark, WRONG, sim_config("rubric_only"))
+    assert set(results) == {q.id for q in benchmark.questions}
     assert all(r.passed and r.template and r.template.verify_result is None for r in results.values())
 
 

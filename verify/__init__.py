@@ -4,15 +4,12 @@ Reads karenina checkpoints and presets; see README.md.
 """
 
 from verify.benchmark.jsonld import Benchmark, Question, load_benchmark, save_benchmark
+from verify.config.deep_judgment import DeepJudgmentRubricCustomConfig, DeepJudgmentTraitConfig
+from verify.config.models import ModelConfig
 from verify.config.preset import load_preset, save_preset
-from verify.config.verification import (
-    DeepJudgmentRubricCustomConfig,
-    DeepJudgmentTraitConfig,
-    ModelConfig,
-    VerificationConfig,
-)
+from verify.config.verification import VerificationConfig
 from verify.errors import BenchmarkError, ConfigError, PresetError, UserError, VerifyError
-from verify.judging.excerpts.match import ExcerptMatch, match_excerpt
+from verify.judging.excerpts import ExcerptMatch, match_excerpt
 from verify.results.models import VerificationResult
 from verify.run.runner import RunOutcome, run_verification
 

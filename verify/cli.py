@@ -162,8 +162,9 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
 
 
 def build_config(flags: dict[str, Any]) -> Any:
+    from verify.config.deep_judgment import DeepJudgmentRubricCustomConfig
     from verify.config.preset import load_preset
-    from verify.config.verification import DeepJudgmentRubricCustomConfig, VerificationConfig
+    from verify.config.verification import VerificationConfig
 
     base = load_preset(flags["preset"]) if flags["preset"] else None
     ov: dict[str, Any] = {
@@ -194,9 +195,9 @@ def build_config(flags: dict[str, Any]) -> Any:
         try:
             ov["deep_judgment_rubric_config"] = DeepJudgmentRubricCustomConfig.model_validate(data)
         except ValidationError as exc:
-            from verify.config.verification import format_validation_error
+            from verify.errors import format_validation_error
 
-            detail = format_validation_error(exc, str(path))
+            detail = format_validation_error(exc, str(path), root=DeepJudgmentRubricCustomConfig)
             raise UserError(f"{path}: {detail}", "see the custom-mode shape in the README") from None
     if flags["manual_traces"]:
         ov["manual_traces"] = read_json(flags["manual_traces"], "manual traces")
@@ -213,10 +214,13 @@ def build_config(flags: dict[str, Any]) -> Any:
 
 def _main(flags: dict[str, Any]) -> int:
     from verify.benchmark.jsonld import load_benchmark
-    from verify.config.verification import config_to_dict
-    from verify.run.runner import RunOptions, run_verification, select_questions
+    from verify.config.report import config_to_dict, config_warnings
+    from verify.run.runner import RunOptions, run_verification
+    from verify.run.tasks import select_questions
 
     config = build_config(flags)
+    for line in config_warnings(config):
+        typer.secho(f"warning: {line}", err=True, fg="yellow")
     if flags["show_config"]:
         typer.echo(json.dumps(config_to_dict(config), indent=2, default=str))
         return 0
@@ -230,14 +234,14 @@ def _main(flags: dict[str, Any]) -> int:
         question_ids=[q.strip() for q in flags["question_ids"].split(",") if q.strip()] if flags["question_ids"] else None,
     )
     if flags["questions"]:
-        selected = select_questions(bench, options)
+        selected = select_questions(bench, options.question_ids, options.include_unfinished)
         options.question_ids = [selected[i].id for i in parse_indices(flags["questions"], len(selected))]
     if flags["resume"] and not flags["output"]:
         raise UserError("--resume needs --output (the run's results file)", "pass the same --output as the interrupted run")
     if flags["show_plan"]:
         from verify.results.report import render_plan
 
-        render_plan(bench, config, select_questions(bench, options))
+        render_plan(bench, config, select_questions(bench, options.question_ids, options.include_unfinished))
         return 0
     if options.output is None:
         options.output = Path("verify-results") / f"{Path(flags['benchmark']).stem}.json"

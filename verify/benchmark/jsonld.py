@@ -15,11 +15,8 @@ import copy
 import difflib
 import hashlib
 import json
-import os
-import shutil
 import textwrap
 import time
-import uuid
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,6 +38,7 @@ from verify.benchmark.ratings import (
 )
 from verify.benchmark.traits import Provenance, Rubric, merge_rubrics
 from verify.errors import BenchmarkError
+from verify.files import write_atomic
 
 FORMAT_VERSION = "3.0.0-jsonld"
 CONTEXT: dict[str, Any] = {
@@ -247,17 +245,9 @@ def save_benchmark(benchmark: Benchmark, path: str | Path, *, update_modified: b
     if update_modified:
         benchmark.date_modified = _now()
     text = json.dumps(benchmark.to_jsonld(), indent=2, ensure_ascii=False) + "\n"
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
-        with open(tmp, "x", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if path.exists():
-            shutil.copymode(path, tmp)
-        os.replace(tmp, path)
+        write_atomic(path, text)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         hint = "check that the folder exists and is writable"
         raise BenchmarkError(str(path), [f"cannot write file: {exc}"], hint) from None
     return path

@@ -19,6 +19,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ValidationError
 
 from verify.benchmark.traits import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait
+from verify.errors import validation_lines
 
 Scope = Literal["global", "question"]
 AnyTrait = LLMTrait | RegexTrait | CallableTrait | MetricTrait | AgenticTrait
@@ -72,39 +73,12 @@ class Problems:
         return bool(self.items)
 
 
-def validation_messages(exc: ValidationError) -> list[str]:
-    """One short line per pydantic error (``field: message, got value``), no URLs or dumps."""
-    lines: list[str | tuple[str, str]] = []
-    members: dict[tuple[str, str], list[str]] = {}  # union fields fail once per member type
-    for err in exc.errors(include_url=False):
-        loc, msg = err["loc"], err["msg"].removeprefix("Value error, ")
-        where = ".".join(str(part) for part in loc)
-        got = repr(err.get("input"))
-        got = got if len(got) <= 60 else got[:57] + "..."
-        if err["type"] == "value_error":  # our validators write complete sentences
-            lines.append(msg)
-        elif err["type"] in ("missing", "extra_forbidden"):
-            lines.append(f"{where}: {msg.lower()}")
-        elif len(loc) == 2 and isinstance(loc[1], str):  # e.g. ('author', 'dict[str,any]')
-            key = (str(loc[0]), got)
-            if key not in members:
-                members[key] = []
-                lines.append(key)
-            members[key].append(loc[1])
-        else:
-            lines.append(f"{where + ': ' if where else ''}{msg.lower()}, got {got}")
-    return [
-        line if isinstance(line, str) else f"{line[0]}: expected {' or '.join(members[line])}, got {line[1]}"
-        for line in lines
-    ]
-
-
 def build_model(cls: type[BaseModel], data: dict[str, Any], where: str, problems: Problems) -> Any:
     """``cls.model_validate(data)``; a ValidationError becomes located problems and None."""
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
-        for line in validation_messages(exc):
+        for line in validation_lines(exc, root=cls):
             problems.add(where, line)
         return None
 

@@ -10,7 +10,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from verify.config.problems import ConfigProblems, _raise_if
+from verify.errors import TRANSIENT_CATEGORIES, ConfigProblems, TransientCategory, raise_if
 
 __all__ = [
     "DEFAULT_ANSWERING_SYSTEM_PROMPT",
@@ -42,10 +42,10 @@ Interface = Literal[
 ]
 INTERFACES: tuple[str, ...] = get_args(Interface)
 _PROVIDER_REQUIRED = frozenset({"langchain", "langchain_deep_agents"})
-_DEEP_AGENT_INTERFACES = frozenset({"claude_agent_sdk", "langchain_deep_agents"})
+DEEP_AGENT_INTERFACES = frozenset({"claude_agent_sdk", "langchain_deep_agents"})
 
 
-_Forbid = ConfigDict(extra="forbid")
+FORBID = ConfigDict(extra="forbid")
 
 # --------------------------------------------------------------------------- retries
 
@@ -53,7 +53,7 @@ _Forbid = ConfigDict(extra="forbid")
 class CategoryRetryConfig(BaseModel):
     """Retry budget and backoff for one error category (karenina's shape)."""
 
-    model_config = _Forbid
+    model_config = FORBID
 
     max_attempts: int = Field(
         default=0,
@@ -84,7 +84,7 @@ def _category(max_attempts: int, low: float, high: float) -> Any:
 class RetryPolicy(BaseModel):
     """Per-category retries for model calls; ``permanent`` errors are never retried."""
 
-    model_config = _Forbid
+    model_config = FORBID
 
     connection: CategoryRetryConfig = _category(3, 1.0, 10.0)
     timeout: CategoryRetryConfig = _category(3, 5.0, 30.0)
@@ -99,7 +99,7 @@ class RetryPolicy(BaseModel):
 
     def for_category(self, category: str) -> CategoryRetryConfig:
         """The budget of ``category``; unknown and ``permanent`` categories get no retries."""
-        if category in {"connection", "timeout", "rate_limit", "server_error"}:
+        if category in TRANSIENT_CATEGORIES:
             found: CategoryRetryConfig = getattr(self, category)
             return found
         return CategoryRetryConfig(max_attempts=0)
@@ -113,10 +113,10 @@ class RetryPolicy(BaseModel):
 class ErrorPatternConfig(BaseModel):
     """A user rule classifying errors by type name or message substring."""
 
-    model_config = _Forbid
+    model_config = FORBID
 
     pattern: str = Field(min_length=1)
-    category: Literal["connection", "timeout", "rate_limit", "server_error", "permanent"]
+    category: TransientCategory | Literal["permanent"]
     match_type: Literal["type_name", "message_substring"] = "message_substring"
 
 
@@ -250,7 +250,7 @@ class ModelConfig(BaseModel):
                 )
             elif dup in extra:
                 problems.append((name, f"also given as extra_kwargs['{dup}']; keep only one"))
-        _raise_if(problems)
+        raise_if(problems)
         return self
 
     @property

@@ -28,26 +28,26 @@ OVERRIDE_ALIASES: dict[str, str] = {
     "deep_judgment_rubric_search": "deep_judgment_rubric_search_enabled",
 }
 _ROLE_KEYS = ("model", "provider", "id", "interface")
-_MODEL_OVERRIDES = frozenset(
+MODEL_OVERRIDES = frozenset(
     {f"{role}_{key}" for role in ("answering", "parsing") for key in _ROLE_KEYS}
     | {"temperature", "manual_traces"}
 )
 
 
-def _model_dict(model: ModelConfig) -> dict[str, Any]:
+def model_dict(model: ModelConfig) -> dict[str, Any]:
     data = model.model_dump()  # python mode keeps SecretStr values; manual_traces is excluded
     if model.manual_traces is not None:
         data["manual_traces"] = dict(model.manual_traces)
     return data
 
 
-def _apply_model_overrides(data: dict[str, Any], given: dict[str, Any], *, has_base: bool) -> None:
+def apply_model_overrides(data: dict[str, Any], given: dict[str, Any], *, has_base: bool) -> None:
     temperature = given.get("temperature")
     traces = given.get("manual_traces")
     for role in ("answering", "parsing"):
         key = f"{role}_models"
         ov = {k: given.get(f"{role}_{k}") for k in _ROLE_KEYS}
-        models = [_model_dict(m) if isinstance(m, ModelConfig) else dict(m) for m in data.get(key) or []]
+        models = [model_dict(m) if isinstance(m, ModelConfig) else dict(m) for m in data.get(key) or []]
         if role == "answering" and (traces is not None or ov["interface"] == "manual"):
             data[key] = [_manual_model(models, ov, traces)]
             continue

@@ -10,9 +10,7 @@ directory, else in ``./presets`` and then in the ``presets/`` directory shipped 
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,8 +18,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from verify.config.verification import VerificationConfig, config_to_dict, format_validation_error
-from verify.errors import PresetError
+from verify.config.report import config_to_dict
+from verify.config.verification import VerificationConfig
+from verify.errors import PresetError, format_validation_error
+from verify.files import write_atomic
 from verify.secrets import mask_secrets
 
 __all__ = ["default_presets_dirs", "list_presets", "load_preset", "save_preset"]
@@ -102,7 +102,7 @@ def load_preset(ref: str | Path, presets_dir: Path | None = None) -> Verificatio
     except ValidationError as exc:
         unknown = any(err["type"] == "extra_forbidden" for err in exc.errors())
         raise PresetError(
-            format_validation_error(exc, source, prefix=prefix),
+            format_validation_error(exc, source, prefix=prefix, root=VerificationConfig),
             hint=(
                 'unknown keys inside the config are rejected (put comments in top-level "_comment" keys); '
                 if unknown
@@ -195,7 +195,7 @@ def save_preset(
     except ValidationError as exc:
         raise PresetError(
             "cannot save preset: without its secrets and manual traces the config would not load:\n"
-            + format_validation_error(exc, prefix="config."),
+            + format_validation_error(exc, prefix="config.", root=VerificationConfig),
             hint="API keys and manual traces are never written; pass them at run time instead",
         ) from None
     now = datetime.now(UTC).isoformat()
@@ -208,13 +208,5 @@ def save_preset(
         "updated_at": now,
     }
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(preset, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(target, json.dumps(preset, indent=2, ensure_ascii=False) + "\n")
     return target

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import functools
+import json
 from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from verify.secrets import mask_secrets
 
 if TYPE_CHECKING:
     from verify.config.verification import VerificationConfig
 
-__all__ = ["config_to_dict", "config_warnings"]
+__all__ = ["INERT_FIELDS", "config_to_dict", "config_warnings", "inert_settings"]
 
 
 # --------------------------------------------------------------------------- dumps and messages
@@ -32,30 +34,91 @@ def config_to_dict(config: VerificationConfig) -> dict[str, Any]:
 
 
 
-@functools.cache
-def _defaults_of_inert() -> dict[str, Any]:
-    """The default of every inert field of :class:`~verify.config.verification.VerificationConfig`, by name."""
-    from verify.config.verification import (
-        VerificationConfig,  # deferred: verify.config.verification imports this module
-    )
+#: Every config field verify accepts but does not act on, with why: the one place that says so.
+#: Paths are ``field`` (VerificationConfig), ``models.field`` (every answering and judge model),
+#: ``prompt_config.field`` and ``few_shot_config.field``. A test checks that every other field is
+#: read somewhere in the run. Set to anything but its default, each prints one warning line and is
+#: listed in the results header.
+INERT_FIELDS: dict[str, str] = {
+    "parsing_only": "karenina's TaskEval mode; verify always answers and judges",
+    "use_full_trace_for_template": "agent traces are not supported yet; the final answer is judged",
+    "use_full_trace_for_rubric": "agent traces are not supported yet; the final answer is judged",
+    "allow_partial_trace_scoring": "agent traces are not supported yet",
+    "include_extraction_hints": "karenina's agentic parsing hints; verify has no agentic parsing",
+    "task_ordering": "verify runs tasks in checkpoint order",
+    "replay_store": "karenina's replay store is not supported",
+    "skip_triples": "karenina's replay store is not supported",
+    "db_config": "verify writes results to files, not a database",
+    "scenario_turn_limit": "multi-turn scenarios are not supported",
+    "max_requeue_count": "verify retries calls (retry_policy) and resumes runs instead of requeueing",
+    "replay_parse_on_hydration_mismatch": "karenina's replay store is not supported",
+    "agentic_parsing": "agentic parsing is not supported",
+    "agentic_parsing_trigger": "agentic parsing is not supported",
+    "agentic_judge_context": "agentic parsing is not supported",
+    "agentic_parsing_max_turns": "agentic parsing is not supported",
+    "agentic_parsing_timeout": "agentic parsing is not supported",
+    "agentic_parsing_materialize_trace": "agentic parsing is not supported",
+    "agentic_parsing_persist_trace": "agentic parsing is not supported",
+    "agentic_rubric_strategy": "agentic rubric traits are not supported",
+    "agentic_rubric_parallel": "agentic rubric traits are not supported",
+    "workspace_copy": "agent workspaces are not supported",
+    "workspace_cleanup": "agent workspaces are not supported",
+    "workspace_output_mode": "agent workspaces are not supported",
+    "workspace_output_dir": "agent workspaces are not supported",
+    "workspace_output_exclude_patterns": "agent workspaces are not supported",
+    "retry_policy.timeout_escalation": "verify keeps one timeout per call (request_timeout)",
+    "models.max_retries": "verify retries per error category: set retry_policy.<category>.max_attempts",
+    "models.mcp_urls_dict": "verify runs no agents or MCP tools",
+    "models.mcp_tool_filter": "verify runs no agents or MCP tools",
+    "models.mcp_tool_description_overrides": "verify runs no agents or MCP tools",
+    "models.mcp_http_timeout": "verify runs no agents or MCP tools",
+    "models.mcp_sse_read_timeout": "verify runs no agents or MCP tools",
+    "models.agent_runtime": "verify runs no agents",
+    "models.agent_middleware": "verify runs no agents",
+    "models.agent_timeout": "verify runs no agents",
+    "models.max_context_tokens": "verify runs no agents",
+    "prompt_config.agentic_parsing": "agentic parsing is not supported",
+}
 
-    return {
-        name: VerificationConfig.model_fields[name].default
-        for name in VerificationConfig.model_fields
-        if name.startswith(("agentic_", "workspace_"))
-        or name
-        in {
-            "parsing_only",
-            "db_config",
-            "scenario_turn_limit",
-            "max_requeue_count",
-            "replay_parse_on_hydration_mismatch",
-        }
-    }
+
+#: Inert fields whose default asks for something verify does not do: they warn when a preset or
+#: flag sets them to true, even to the default, so the user learns the request is not honoured.
+_WARN_WHEN_SET_TRUE = frozenset({"use_full_trace_for_template", "use_full_trace_for_rubric"})
+
+
+def _asks_for_it(owner: BaseModel, name: str, value: Any) -> bool:
+    if name in _WARN_WHEN_SET_TRUE:
+        return value is True and name in owner.model_fields_set
+    return bool(value != type(owner).model_fields[name].get_default(call_default_factory=True))
+
+
+def inert_settings(config: VerificationConfig) -> list[str]:
+    """The inert fields set to something other than their default, as ``path=value``, in
+    :data:`INERT_FIELDS` order (models named by id)."""
+    found: list[str] = []
+    models = [*config.answering_models, *config.parsing_models]
+    for path in INERT_FIELDS:
+        head, _, tail = path.partition(".")
+        if not tail:
+            owners: list[tuple[str, BaseModel]] = [("", config)]
+            name = head
+        elif head == "models":
+            owners = [(f"model {m.id!r} ", m) for m in models]
+            name = tail
+        else:
+            part = getattr(config, head)
+            owners = [("", part)] if isinstance(part, BaseModel) else []
+            name = tail
+        for label, owner in owners:
+            value = getattr(owner, name)
+            if _asks_for_it(owner, name, value):
+                shown = path if not label else f"{label}{tail}"
+                found.append(f"{shown}={json.dumps(value, default=str)}")
+    return found
 
 
 def config_warnings(config: VerificationConfig) -> list[str]:
-    """Valid but probably unintended settings, for the CLI to print (never raised)."""
+    """Valid but probably unintended settings, one line each, for stderr and the results header."""
     notes: list[str] = []
     if config.deep_judgment_rubric_mode != "disabled" and not config.rubric_enabled:
         notes.append(
@@ -68,13 +131,8 @@ def config_warnings(config: VerificationConfig) -> list[str]:
         )
     if config.deep_judgment_rubric_config is not None and config.deep_judgment_rubric_mode != "custom":
         notes.append("deep_judgment_rubric_config is only read in deep_judgment_rubric_mode='custom'")
-    inert = [name for name, default in _defaults_of_inert().items() if getattr(config, name) != default]
-    if inert:
-        notes.append(f"ignored by verify (karenina-only features): {', '.join(inert)}")
-    agent_fields = ("mcp_urls_dict", "agent_runtime", "agent_middleware")
-    for role in ("answering_models", "parsing_models"):
-        for model in getattr(config, role):
-            used = [f for f in agent_fields if getattr(model, f)]
-            if used:
-                notes.append(f"{role} {model.id!r}: {', '.join(used)} ignored (verify runs no agents)")
+    for setting in inert_settings(config):
+        path = setting.split("=", 1)[0]
+        key = path if path in INERT_FIELDS else f"models.{path.rsplit(' ', 1)[-1]}"
+        notes.append(f"{setting} is not used by verify: {INERT_FIELDS.get(key, 'not supported')}")
     return notes

@@ -14,7 +14,7 @@ The parts live in their own modules and are re-exported here, so ``from verify.c
 works for all of them: :mod:`verify.config.models` (models, interfaces, retries, default
 prompts), :mod:`verify.config.prompts` (few-shot, prompts), :mod:`verify.config.deep_judgment` (rubric deep
 judgment, search tools), :mod:`verify.config.overrides` (``from_overrides`` keywords),
-:mod:`verify.config.report` (dumps, warnings) and :mod:`verify.config.problems` (problems and how
+:mod:`verify.config.report` (dumps, warnings) and :mod:`verify.errors` (problems and how
 they are shown).
 """
 
@@ -35,55 +35,24 @@ from pydantic import (
 )
 
 from verify.config.deep_judgment import (
-    SEARCH_TOOLS,
     DeepJudgmentRubricCustomConfig,
-    DeepJudgmentTraitConfig,
     SearchTool,
-    _check_tool,
-    _tool_label,
+    check_search_tool,
+    search_tool_label,
 )
 from verify.config.models import (
-    _DEEP_AGENT_INTERFACES,
+    DEEP_AGENT_INTERFACES,
     DEFAULT_ANSWERING_SYSTEM_PROMPT,
-    DEFAULT_PARSING_SYSTEM_PROMPT,
-    INTERFACES,
-    CategoryRetryConfig,
+    FORBID,
     ErrorPatternConfig,
-    Interface,
     ModelConfig,
     RetryPolicy,
-    _Forbid,
 )
-from verify.config.overrides import _MODEL_OVERRIDES, OVERRIDE_ALIASES, _apply_model_overrides, _model_dict
-from verify.config.problems import ConfigProblems, _did_you_mean, _raise_if, format_validation_error
-from verify.config.prompts import FewShotConfig, FewShotExample, PromptConfig, QuestionFewShotConfig
-from verify.config.report import config_to_dict, config_warnings
-from verify.errors import ConfigError
+from verify.config.overrides import MODEL_OVERRIDES, OVERRIDE_ALIASES, apply_model_overrides, model_dict
+from verify.config.prompts import FewShotConfig, PromptConfig
+from verify.errors import ConfigError, ConfigProblems, did_you_mean, format_validation_error, raise_if
 
-__all__ = [
-    "DEFAULT_ANSWERING_SYSTEM_PROMPT",
-    "DEFAULT_PARSING_SYSTEM_PROMPT",
-    "INTERFACES",
-    "OVERRIDE_ALIASES",
-    "SEARCH_TOOLS",
-    "CategoryRetryConfig",
-    "ConfigProblems",
-    "DeepJudgmentRubricCustomConfig",
-    "DeepJudgmentTraitConfig",
-    "ErrorPatternConfig",
-    "FewShotConfig",
-    "FewShotExample",
-    "Interface",
-    "ModelConfig",
-    "PromptConfig",
-    "QuestionFewShotConfig",
-    "RetryPolicy",
-    "SearchTool",
-    "VerificationConfig",
-    "config_to_dict",
-    "config_warnings",
-    "format_validation_error",
-]
+__all__ = ["VerificationConfig"]
 
 # --------------------------------------------------------------------------- the config
 
@@ -103,7 +72,7 @@ class VerificationConfig(BaseModel):
     search tool run offline.
     """
 
-    model_config = _Forbid
+    model_config = FORBID
 
     # models / run shape
     answering_models: list[ModelConfig] = Field(default_factory=list)
@@ -245,7 +214,7 @@ class VerificationConfig(BaseModel):
 
     @field_serializer("deep_judgment_search_tool", "deep_judgment_rubric_search_tool", when_used="json")
     def _tool_json(self, tool: str | Callable[..., Any]) -> str:
-        return _tool_label(tool)
+        return search_tool_label(tool)
 
     @model_validator(mode="after")
     def _rules(self) -> VerificationConfig:
@@ -268,11 +237,11 @@ class VerificationConfig(BaseModel):
                 )
             )
         if self.deep_judgment_search_enabled:
-            _check_tool("deep_judgment_search_tool", self.deep_judgment_search_tool, problems)
+            check_search_tool("deep_judgment_search_tool", self.deep_judgment_search_tool, problems)
         if self.rubric_search_may_run:
-            _check_tool("deep_judgment_rubric_search_tool", self.deep_judgment_rubric_search_tool, problems)
+            check_search_tool("deep_judgment_rubric_search_tool", self.deep_judgment_rubric_search_tool, problems)
         self._check_agentic(problems)
-        _raise_if(problems)
+        raise_if(problems)
         return self
 
     def _check_models(self, problems: list[tuple[str, str]]) -> None:
@@ -320,11 +289,11 @@ class VerificationConfig(BaseModel):
         if not self.agentic_parsing:
             return
         for i, model in enumerate(self.parsing_models):
-            if model.interface not in _DEEP_AGENT_INTERFACES:
+            if model.interface not in DEEP_AGENT_INTERFACES:
                 problems.append(
                     (
                         f"parsing_models[{i}].interface",
-                        f"agentic_parsing needs a deep-agent judge interface ({', '.join(sorted(_DEEP_AGENT_INTERFACES))})",
+                        f"agentic_parsing needs a deep-agent judge interface ({', '.join(sorted(DEEP_AGENT_INTERFACES))})",
                     )
                 )
         if self.evaluation_mode == "rubric_only":
@@ -344,6 +313,11 @@ class VerificationConfig(BaseModel):
     def rubric_enabled(self) -> bool:
         """True when ``evaluation_mode`` includes rubric evaluation."""
         return self.evaluation_mode != "template_only"
+
+    @property
+    def template_enabled(self) -> bool:
+        """True when ``evaluation_mode`` includes the answer template stages."""
+        return self.evaluation_mode != "rubric_only"
 
     @property
     def rubric_search_may_run(self) -> bool:
@@ -389,14 +363,14 @@ class VerificationConfig(BaseModel):
         if unknown:
             raise ConfigError(
                 "; ".join(
-                    f"unknown override {name!r}{_did_you_mean(name, _VALID_OVERRIDES)}" for name in unknown
+                    f"unknown override {name!r}{did_you_mean(name, _VALID_OVERRIDES)}" for name in unknown
                 ),
                 hint="use a VerificationConfig field name or one of karenina's from_overrides keywords",
             )
         data: dict[str, Any] = _base_fields(base) if base is not None else {}
         fields: dict[str, tuple[str, Any]] = {}
         for key, value in given.items():
-            if key in _MODEL_OVERRIDES:
+            if key in MODEL_OVERRIDES:
                 continue
             target = OVERRIDE_ALIASES.get(key, key)
             if target in fields and fields[target][1] != value:
@@ -406,11 +380,11 @@ class VerificationConfig(BaseModel):
                 )
             fields[target] = (key, value)
         data.update({target: value for target, (_, value) in fields.items()})
-        _apply_model_overrides(data, given, has_base=base is not None)
+        apply_model_overrides(data, given, has_base=base is not None)
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            lines = format_validation_error(exc).splitlines()
+            lines = format_validation_error(exc, root=cls).splitlines()
             raise ConfigError(
                 "invalid configuration after overrides:\n" + "\n".join(f"  {line}" for line in lines),
                 hint="fix the listed values (in the preset or in the flags/overrides given)",
@@ -420,15 +394,18 @@ class VerificationConfig(BaseModel):
 # --------------------------------------------------------------------------- from_overrides helpers
 # (those that read VerificationConfig's fields; the rest are in verify.config.overrides)
 
-_VALID_OVERRIDES = frozenset(VerificationConfig.model_fields) | frozenset(OVERRIDE_ALIASES) | _MODEL_OVERRIDES
+_VALID_OVERRIDES = frozenset(VerificationConfig.model_fields) | frozenset(OVERRIDE_ALIASES) | MODEL_OVERRIDES
 
 
 def _base_fields(base: VerificationConfig) -> dict[str, Any]:
     shared = {"replay_store", "skip_triples"}  # runtime objects: passed on, not copied
+    # only the fields the base was given: defaults stay defaults, so "set explicitly" survives overrides
+    given = base.model_fields_set | {"answering_models", "parsing_models"}
     data = {
         name: getattr(base, name) if name in shared else copy.deepcopy(getattr(base, name))
         for name in VerificationConfig.model_fields
+        if name in given
     }
     for role in ("answering_models", "parsing_models"):
-        data[role] = [_model_dict(m) for m in data[role]]
+        data[role] = [model_dict(m) for m in data[role]]
     return data

@@ -19,16 +19,17 @@ import asyncio
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, create_model, field_validator
 
 from verify.benchmark.traits import LLMTrait
-from verify.config.dj_resolve import TraitDJSettings
+from verify.config.deep_judgment import TraitDJSettings
 from verify.errors import ModelError
 from verify.judging import prompts
-from verify.judging.excerpts.match import validate_excerpts
-from verify.llm.ports import ChatModel, Message, Search
+from verify.judging.excerpts import validate_excerpts
+from verify.judging.prompts import JudgeInstructions
+from verify.llm.ports import ChatModel, Purpose, Search
 from verify.llm.resilience import redact
 from verify.llm.structured import ask_structured, ask_text
 from verify.results.models import (
@@ -40,6 +41,9 @@ from verify.results.models import (
     TraitStatus,
 )
 
+if TYPE_CHECKING:
+    from verify.config.prompts import PromptTask
+
 RISK_ORDER = {"none": 0, "low": 1, "medium": 2, "high": 3}
 _ABSENCE = re.compile(
     r"\b(does not|doesn't|do not|don't|did not|never|avoids?|avoiding|without|free of|absence of|"
@@ -48,9 +52,23 @@ _ABSENCE = re.compile(
 )
 
 
+def criterion_text(name: str, description: str | None) -> str:
+    """The text a criterion is read from: the trait's name (underscores as spaces), then its description."""
+    return f"{name.replace('_', ' ')} {description or ''}"
+
+
+def absence_cue(text: str) -> re.Match[str] | None:
+    """The phrase that makes ``text`` an absence criterion ("does not", "never", "avoids", ...), or None.
+
+    The one definition of an absence criterion: the evidence policy below and the simulated judge
+    (``verify.llm.simulated.brain``) both use it.
+    """
+    return _ABSENCE.search(text)
+
+
 def is_absence_criterion(trait: LLMTrait) -> bool:
     """True when the trait asks for something to be absent ("does not recommend X")."""
-    return bool(_ABSENCE.search(f"{trait.name.replace('_', ' ')} {trait.description or ''}"))
+    return absence_cue(criterion_text(trait.name, trait.description)) is not None
 
 
 @dataclass(frozen=True)
@@ -59,6 +77,8 @@ class TraitContext:
     response: str
     judge: ChatModel
     search: Search | None
+    instructions: JudgeInstructions = field(default_factory=JudgeInstructions)
+    hallucination_task: PromptTask = "dj_rubric_hallucination"  # template deep judgment: dj_template_*
 
 
 @dataclass
@@ -139,10 +159,6 @@ def read_verdict(trait: LLMTrait, value: BaseModel) -> tuple[Score, str | None]:
     return int(data["score"]), None
 
 
-def _user(text: str) -> list[Message]:
-    return [Message("system", prompts.JUDGE_SYSTEM), Message("user", text)]
-
-
 async def extract_evidence(trait: LLMTrait, settings: TraitDJSettings, ctx: TraitContext) -> Evidence:
     """Ask for quotes and validate them, retrying with feedback until one validates."""
     rejected: list[RejectedExcerpt] = []
@@ -154,8 +170,8 @@ async def extract_evidence(trait: LLMTrait, settings: TraitDJSettings, ctx: Trai
     for attempt in range(1, attempts + 1):
         prompt = prompts.excerpt_prompt(ctx.question, ctx.response, trait, settings.max_excerpts, feedback)
         reply = await ask_structured(
-            ctx.judge, _user(prompt), prompts.TraitExcerptsOutput,
-            purpose="dj_excerpts", trait=trait.name, max_parse_retries=0,
+            ctx.judge, ctx.instructions.messages("dj_rubric_excerpt_extraction", prompt), prompts.TraitExcerptsOutput,
+            purpose=Purpose.DJ_EXCERPTS, trait=trait.name, max_parse_retries=0,
         )
         if reply.value is None:
             error, raw_reply = reply.error or "unparseable reply", reply.raw_text
@@ -199,7 +215,8 @@ def _render_hits(hits: list[Any]) -> str:
 
 
 async def check_with_search(
-    excerpts: list[Excerpt], ctx: TraitContext, trait: str | None, purpose: str = "dj_hallucination"
+    excerpts: list[Excerpt], ctx: TraitContext, trait: str | None,
+    purpose: Purpose = Purpose.DJ_HALLUCINATION,
 ) -> HallucinationAssessment:
     """Search each excerpt, then one judge call rates each excerpt's hallucination risk."""
     assert ctx.search is not None
@@ -229,7 +246,8 @@ async def check_with_search(
         if not isinstance(hits, Exception)
     ]
     reply = await ask_structured(
-        ctx.judge, _user(prompts.hallucination_prompt(items)), prompts.HallucinationRiskOutput,
+        ctx.judge, ctx.instructions.messages(ctx.hallucination_task, prompts.hallucination_prompt(items)),
+        prompts.HallucinationRiskOutput,
         purpose=purpose, trait=trait,
     )
     if reply.value is None:
@@ -295,15 +313,17 @@ async def judge_trait(trait: LLMTrait, settings: TraitDJSettings, ctx: TraitCont
                 f"[E{i}] {e.text}" + (f" (hallucination risk: {e.hallucination_risk})" if e.hallucination_risk else "")
                 for i, e in enumerate(evidence.valid, 1)
             ) or "No passage of the response bears on this trait."
+        prompt = prompts.reasoning_prompt(ctx.question, ctx.response, trait, evidence_text)
         reasoning = await ask_text(
-            ctx.judge, _user(prompts.reasoning_prompt(ctx.question, ctx.response, trait, evidence_text)),
-            purpose="dj_reasoning", trait=trait.name,
+            ctx.judge, ctx.instructions.messages("dj_rubric_reasoning", prompt),
+            purpose=Purpose.DJ_REASONING, trait=trait.name,
         )
         result.reasoning = reasoning.text
         meta.stages_completed.append("reasoning_generation")
+        prompt = prompts.score_prompt(trait, reasoning.text)
         verdict = await ask_structured(
-            ctx.judge, _user(prompts.score_prompt(trait, reasoning.text)), verdict_schema(trait),
-            purpose="dj_score", trait=trait.name,
+            ctx.judge, ctx.instructions.messages("dj_rubric_score_extraction", prompt), verdict_schema(trait),
+            purpose=Purpose.DJ_SCORE, trait=trait.name,
         )
         if verdict.value is None:
             result.reason, result.raw_reply = f"score reply unparseable: {verdict.error}", verdict.raw_text

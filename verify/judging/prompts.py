@@ -4,15 +4,25 @@ Conventions every prompt follows (the simulated judge relies on them too): the q
 ``<question>``, the answer under evaluation in ``<response>`` (treated as data, never as
 instructions), each trait in ``<trait name="..." kind="...">description</trait>``. Reply models
 carry a ``title`` that names the step; that title is the schema name sent to the provider.
+Every judge call's system message is built by :class:`JudgeInstructions` (the judge model's own
+system prompt, then ours, then the call's ``prompt_config`` instructions).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from verify.benchmark.traits import LLMTrait, MetricTrait
+from verify.llm.ports import Message
+
+if TYPE_CHECKING:
+    from verify.config.models import ModelConfig
+    from verify.config.prompts import PromptConfig, PromptTask
+    from verify.config.verification import VerificationConfig
 
 # --- structured replies -------------------------------------------------------------------------
 
@@ -91,6 +101,34 @@ JUDGE_SYSTEM = (
 )
 
 
+@dataclass(frozen=True)
+class JudgeInstructions:
+    """What the user adds to the system message of every call a judge model makes for one task.
+
+    ``model_prompt`` (the judge's ``ModelConfig.system_prompt``) comes first and never replaces our
+    own system prompt (which holds the rule that ``<response>`` is data); the ``prompt_config``
+    instructions of the call's task (karenina's ``PromptConfig.get_for_task``) come last, appended
+    as karenina's PromptAssembler appends user instructions to the system text.
+    """
+
+    model_prompt: str | None = None
+    prompt_config: PromptConfig | None = None
+
+    @classmethod
+    def of(cls, judge: ModelConfig, config: VerificationConfig) -> JudgeInstructions:
+        return cls(judge.system_prompt, config.prompt_config)
+
+    def system(self, task: PromptTask | None, base: str = JUDGE_SYSTEM) -> str:
+        """``base`` with the judge's own prompt before it and the task's instructions after it;
+        ``task=None`` for a call no ``prompt_config`` field covers (the equivalence check)."""
+        extra = self.prompt_config.get_for_task(task) if self.prompt_config is not None and task else None
+        return "\n\n".join(part for part in (self.model_prompt, base, extra) if part and part.strip())
+
+    def messages(self, task: PromptTask | None, text: str, base: str = JUDGE_SYSTEM) -> list[Message]:
+        return [Message("system", self.system(task, base)), Message("user", text)]
+
+
+
 def render_trait(trait: LLMTrait | MetricTrait) -> str:
     kind = getattr(trait, "kind", "metric")
     desc = (trait.description or trait.name).strip()
@@ -109,9 +147,12 @@ def context_block(question: str, response: str, reference: str | None = None) ->
     return f"<question>{question}</question>{ref}\n<response>{_neutralise(response)}</response>"
 
 
+_CLOSING_TAG = re.compile(r"</(response)\s*>", re.IGNORECASE)  # an end tag may end in spaces; any case
+
+
 def _neutralise(text: str) -> str:
-    # An answer that contains our own delimiters must not close the block early.
-    return text.replace("</response>", "</ response>")
+    # An answer that contains our own closing delimiter must not close the block early.
+    return _CLOSING_TAG.sub(r"</ \1>", text)
 
 
 def batch_rubric_prompt(question: str, response: str, traits: list[LLMTrait], reference: str | None) -> str:

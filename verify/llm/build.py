@@ -15,13 +15,13 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from verify.errors import ModelError
-from verify.llm.ports import ChatModel, ChatReply, ChatRequest, Usage
+from verify.llm.ports import ChatModel, ChatReply, ChatRequest, Purpose, Usage
 from verify.llm.resilience import LimitedModel, RetryingModel
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping, Sequence
 
-    from verify.config.verification import ModelConfig, RetryPolicy
+    from verify.config.models import ErrorPatternConfig, ModelConfig, RetryPolicy
     from verify.llm.cache import ResponseCache
 
 __all__ = ["CountingModel", "build_model"]
@@ -35,8 +35,10 @@ def build_model(
     policy: RetryPolicy | None = None,
     request_timeout: float | None = None,
     api_key_env: Mapping[str, str] | None = None,
+    adapter_factory: Callable[[ModelConfig], ChatModel] | None = None,
+    error_patterns: Sequence[ErrorPatternConfig] = (),
 ) -> ChatModel:
-    """The adapter for ``config.interface``, wrapped in retry, limiter and cache.
+    """The adapter for ``config.interface`` (or ``adapter_factory``'s), wrapped in retry, limiter and cache.
 
     ``policy`` and ``request_timeout`` are the run's defaults: the model's own
     ``retry_policy`` / ``request_timeout`` win when set (karenina stamps them the same way);
@@ -49,7 +51,9 @@ def build_model(
     model: ChatModel
     if interface == "manual":
         raise ModelError("manual interface has no live model", "permanent")
-    if interface == "simulated":
+    if adapter_factory is not None:  # a fake or the caller's own client: same chain as ours
+        model = adapter_factory(config)
+    elif interface == "simulated":
         from verify.llm.simulated.model import SimulatedModel
 
         model = SimulatedModel(config)
@@ -59,7 +63,7 @@ def build_model(
         model = LangChainModel(config, api_key_env=api_key_env)
     if limiter is not None:
         model = LimitedModel(model, limiter)
-    model = RetryingModel(model, config.retry_policy or policy)
+    model = RetryingModel(model, config.retry_policy or policy, patterns=error_patterns)
     if cache is not None:
         from verify.llm.cache import CachedModel
 
@@ -77,7 +81,7 @@ class CountingModel:
         self.failures = 0
         self.usage = Usage()
         self.latency_s = 0.0
-        self.by_purpose: Counter[str] = Counter()
+        self.by_purpose: Counter[Purpose] = Counter()
         self.requests: list[ChatRequest] = []
 
     @property

@@ -7,11 +7,82 @@ Structured output is parsed on our side (``verify.llm.structured``), so the port
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Role = Literal["system", "user", "assistant"]
+
+
+class Purpose(enum.StrEnum):
+    """Which step makes a model call. Values are the strings written to records and transcripts.
+
+    Code that needs to know what kind of call a request is asks the member (``usage_group``,
+    ``is_template_deep_judgment``, ...), never a prefix of its value.
+    """
+
+    ANSWER = "answer"
+    PARSING = "parsing"
+    ABSTENTION_CHECK = "abstention_check"
+    SUFFICIENCY_CHECK = "sufficiency_check"
+    EMBEDDING_CHECK = "embedding_check"
+    RUBRIC_BATCH = "rubric_batch"
+    RUBRIC_LITERAL_BATCH = "rubric_literal_batch"
+    RUBRIC_SINGLE = "rubric_single"
+    RUBRIC_METRIC = "rubric_metric"
+    DJ_EXCERPTS = "dj_excerpts"
+    DJ_HALLUCINATION = "dj_hallucination"
+    DJ_REASONING = "dj_reasoning"
+    DJ_SCORE = "dj_score"
+    TEMPLATE_DJ_EXCERPTS = "template_dj_excerpts"
+    TEMPLATE_DJ_HALLUCINATION = "template_dj_hallucination"
+    TEMPLATE_DJ_REASONING = "template_dj_reasoning"
+
+    @property
+    def is_template_deep_judgment(self) -> bool:
+        """A deep-judgment step of template verification."""
+        return self in _TEMPLATE_DJ
+
+    @property
+    def is_rubric_deep_judgment(self) -> bool:
+        """A deep-judgment step of one rubric trait."""
+        return self in _RUBRIC_DJ
+
+    @property
+    def is_rubric_evaluation(self) -> bool:
+        """A standard (not deep-judgment) rubric evaluation call."""
+        return self in _RUBRIC_EVALUATION
+
+    @property
+    def usage_group(self) -> str:
+        """The ``usage_metadata`` key this call's tokens are counted under.
+
+        ``answer_generation``, ``deep_judgment`` (template deep judgment), ``deep_judgment_rubric``,
+        ``rubric_evaluation``; parsing and the checks are counted under their own value.
+        """
+        if self is Purpose.ANSWER:
+            return "answer_generation"
+        if self.is_template_deep_judgment:
+            return "deep_judgment"
+        if self.is_rubric_deep_judgment:
+            return "deep_judgment_rubric"
+        if self.is_rubric_evaluation:
+            return "rubric_evaluation"
+        return self.value
+
+
+PURPOSE_HEADER = "X-Verify-Purpose"
+"""The HTTP header an OpenAI-compatible adapter sends the request's purpose in (the simulated
+server answers by it; real providers ignore it)."""
+
+_TEMPLATE_DJ = frozenset(
+    {Purpose.TEMPLATE_DJ_EXCERPTS, Purpose.TEMPLATE_DJ_HALLUCINATION, Purpose.TEMPLATE_DJ_REASONING}
+)
+_RUBRIC_DJ = frozenset({Purpose.DJ_EXCERPTS, Purpose.DJ_HALLUCINATION, Purpose.DJ_REASONING, Purpose.DJ_SCORE})
+_RUBRIC_EVALUATION = frozenset(
+    {Purpose.RUBRIC_BATCH, Purpose.RUBRIC_LITERAL_BATCH, Purpose.RUBRIC_SINGLE, Purpose.RUBRIC_METRIC}
+)
 
 
 @dataclass(frozen=True)
@@ -38,14 +109,14 @@ class ChatRequest:
     """One model call.
 
     ``schema`` is the JSON schema of the structured reply wanted (its ``title`` names it), or
-    ``None`` for free text. ``purpose`` says which step asks (``answer``, ``rubric_batch``,
-    ``dj_excerpts``, ...) and ``trait`` which trait, for usage accounting and transcripts.
+    ``None`` for free text. ``purpose`` (required, keyword-only) says which step asks, for usage
+    accounting and transcripts (the simulated judge also answers by it), and ``trait`` which trait.
     ``replicate`` is part of the cache key, so replicates are independent samples.
     """
 
     messages: tuple[Message, ...]
     schema: dict[str, Any] | None = None
-    purpose: str = "generic"
+    purpose: Purpose = field(kw_only=True)
     trait: str | None = None
     replicate: int | None = None
 

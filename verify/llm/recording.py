@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from verify.llm.ports import ChatModel, ChatReply, ChatRequest, Usage
+from verify.llm.ports import ChatModel, ChatReply, ChatRequest, Purpose, Usage
 
 
 @dataclass(frozen=True)
 class CallRecord:
-    purpose: str
+    purpose: Purpose
     trait: str | None
     usage: Usage
     latency_s: float
@@ -51,5 +52,6 @@ class RecordingModel:
         )
         return reply
 
-    def calls_for(self, trait: str, prefix: str = "") -> int:
-        return sum(1 for r in self.records if r.trait == trait and r.purpose.startswith(prefix))
+    def calls_for(self, trait: str, where: Callable[[Purpose], bool] | None = None) -> int:
+        """Calls made for ``trait`` (only those whose purpose satisfies ``where``, when given)."""
+        return sum(1 for r in self.records if r.trait == trait and (where is None or where(r.purpose)))

@@ -21,19 +21,16 @@ import email.utils
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from verify.errors import ModelError
+from verify.config.models import ErrorPatternConfig, RetryPolicy
+from verify.errors import TRANSIENT_CATEGORIES, ModelError
 from verify.llm.ports import ChatModel, ChatReply, ChatRequest
 from verify.secrets import redact
 
-if TYPE_CHECKING:
-    from verify.config.verification import RetryPolicy
-
 __all__ = [
-    "RETRYABLE",
     "Backoff",
     "LimitedModel",
     "RetryingModel",
@@ -45,7 +42,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-RETRYABLE = ("connection", "timeout", "rate_limit", "server_error")
 
 # Class names, checked most-specific first along the MRO (APITimeoutError subclasses
 # APIConnectionError in the OpenAI SDK, so the first match wins).
@@ -133,8 +129,15 @@ def _classify_one(exc: BaseException) -> str | None:
     return None
 
 
-def classify_error(exc: BaseException) -> str:
-    """Return ``connection``, ``timeout``, ``rate_limit``, ``server_error`` or ``permanent``."""
+def classify_error(exc: BaseException, patterns: Sequence[ErrorPatternConfig] = ()) -> str:
+    """Return ``connection``, ``timeout``, ``rate_limit``, ``server_error`` or ``permanent``.
+
+    ``patterns`` (``custom_error_patterns``) are tried first, in order, on the error and its causes:
+    ``type_name`` matches a class name in the error's MRO, ``message_substring`` its message.
+    """
+    for rule in patterns:
+        if _matches(rule, exc):
+            return rule.category
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen and len(seen) < 8:
@@ -148,6 +151,17 @@ def classify_error(exc: BaseException) -> str:
         if needle in text:
             return category
     return "permanent"
+
+
+def _matches(rule: ErrorPatternConfig, exc: BaseException) -> bool:
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain and len(chain) < 8:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    if rule.match_type == "type_name":
+        return any(rule.pattern == cls.__name__ for e in chain for cls in type(e).__mro__)
+    return any(rule.pattern in str(e) for e in chain)
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:
@@ -204,11 +218,9 @@ def backoff_for(policy: RetryPolicy | None, category: str) -> Backoff:
 
     ``permanent`` and unknown categories never retry.
     """
-    if category not in RETRYABLE:
+    if category not in TRANSIENT_CATEGORIES:
         return _NO_RETRY
     if policy is None:
-        from verify.config.verification import RetryPolicy
-
         policy = RetryPolicy()
     section = policy.for_category(category)
     return Backoff(
@@ -236,17 +248,17 @@ class RetryingModel:
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         rng: random.Random | None = None,
         max_retry_after: float = 60.0,
+        patterns: Sequence[ErrorPatternConfig] = (),
     ) -> None:
         if policy is None:
-            from verify.config.verification import RetryPolicy
-
             policy = RetryPolicy()
         self.inner = inner
+        self.patterns = tuple(patterns)
         self.policy: RetryPolicy = policy
         self._sleep = sleep
         self._rng = rng if rng is not None else random.Random(0)
         self.max_retry_after = max_retry_after
-        self.retries_used: dict[str, int] = dict.fromkeys(RETRYABLE, 0)
+        self.retries_used: dict[str, int] = dict.fromkeys(TRANSIENT_CATEGORIES, 0)
         self.failures: dict[str, int] = {}
         self.delays: list[float] = []
 
@@ -256,7 +268,7 @@ class RetryingModel:
 
     def budgets(self) -> dict[str, int]:
         """Retries allowed per category for one call."""
-        return {category: backoff_for(self.policy, category).retries for category in RETRYABLE}
+        return {category: backoff_for(self.policy, category).retries for category in TRANSIENT_CATEGORIES}
 
     async def complete(self, request: ChatRequest) -> ChatReply:
         used: dict[str, int] = {}
@@ -264,11 +276,11 @@ class RetryingModel:
             try:
                 return await self.inner.complete(request)
             except Exception as exc:  # noqa: BLE001 - classified below; permanent ones re-raised
-                category = classify_error(exc)
+                category = classify_error(exc, self.patterns)
                 error: BaseException = exc
             backoff = backoff_for(self.policy, category)
             attempt = used.get(category, 0)
-            if category not in RETRYABLE or attempt >= backoff.retries:
+            if category not in TRANSIENT_CATEGORIES or attempt >= backoff.retries:
                 self.failures[category] = self.failures.get(category, 0) + 1
                 final = self._final_error(error, category, attempt)
                 if final is error:
@@ -296,7 +308,7 @@ class RetryingModel:
         if isinstance(error, ModelError) and category == "permanent":
             return error
         detail = redact(f"{type(error).__name__}: {error}")
-        if category in RETRYABLE:
+        if category in TRANSIENT_CATEGORIES:
             message = f"{self.model_id}: {category} error, gave up after {retries} retries: {detail}"
         else:
             message = f"{self.model_id}: {detail}"

@@ -25,7 +25,8 @@ from typing import Any, Generic, TypeVar
 import json_repair
 from pydantic import BaseModel, ValidationError
 
-from verify.llm.ports import ChatModel, ChatRequest, Message, Usage
+from verify.errors import validation_lines
+from verify.llm.ports import ChatModel, ChatRequest, Message, Purpose, Usage
 
 __all__ = [
     "TRUNCATED_FINISH_REASONS",
@@ -175,17 +176,6 @@ def _candidates(text: str) -> tuple[list[dict[str, Any]], bool]:
     return results, unclosed and not objects
 
 
-def _describe(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors()[:8]:
-        where = ".".join(str(p) for p in item.get("loc", ())) or "reply"
-        got = item.get("input")
-        shown = "" if item.get("type") == "missing" else f" (got {json.dumps(got, default=str)[:60]})"
-        parts.append(f"{where}: {item.get('msg', 'invalid')}{shown}")
-    more = len(error.errors()) - 8
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
-
-
 def _unwrap(candidate: dict[str, Any], schema: type[BaseModel]) -> Iterator[dict[str, Any]]:
     yield candidate
     # small models sometimes wrap the object: {"Verdict": {...}} or {"properties": {...}}
@@ -216,7 +206,7 @@ def parse_json_reply(text: str, schema: type[T]) -> T:
             except ValidationError as exc:
                 first_error = first_error or exc
     assert first_error is not None
-    raise ValueError(f"the JSON does not match the schema: {_describe(first_error)}")
+    raise ValueError(f"the JSON does not match the schema: {'; '.join(validation_lines(first_error, limit=8))}")
 
 
 @functools.lru_cache(maxsize=512)
@@ -241,7 +231,7 @@ async def ask_structured(
     messages: Sequence[Message],
     schema: type[T],
     *,
-    purpose: str,
+    purpose: Purpose,
     trait: str | None = None,
     max_parse_retries: int = 2,
 ) -> Structured[T]:
@@ -261,7 +251,7 @@ async def ask_structured(
 
 
 async def _ask(
-    model: ChatModel, conversation: list[Message], json_schema: dict[str, Any], schema: type[T], purpose: str,
+    model: ChatModel, conversation: list[Message], json_schema: dict[str, Any], schema: type[T], purpose: Purpose,
     trait: str | None, max_parse_retries: int, forget: list[Callable[[], None]],
 ) -> Structured[T]:
     usage = Usage()
@@ -283,7 +273,7 @@ async def _ask(
             try:
                 value = schema.model_validate(reply.parsed)
             except ValidationError as exc:
-                error = f"the JSON does not match the schema: {_describe(exc)}"
+                error = f"the JSON does not match the schema: {'; '.join(validation_lines(exc, limit=8))}"
             else:
                 return Structured(value, raw_text, None, calls, usage, calls)
         else:
@@ -305,7 +295,7 @@ async def _ask(
 
 
 async def ask_text(
-    model: ChatModel, messages: Sequence[Message], *, purpose: str, trait: str | None = None
+    model: ChatModel, messages: Sequence[Message], *, purpose: Purpose, trait: str | None = None
 ) -> TextReply:
     """One free-text call. The text is returned as the model wrote it (thinking included)."""
     reply = await model.complete(ChatRequest(tuple(messages), schema=None, purpose=purpose, trait=trait))

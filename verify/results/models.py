@@ -8,11 +8,21 @@ could not score is ``unscored`` in ``rubric.trait_status`` with the reason, neve
 
 from __future__ import annotations
 
+import importlib.metadata
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = "1.0"
+
+
+def verify_version() -> str:
+    """The installed verify's version (``"unknown"`` when run from a source tree that is not installed)."""
+    try:
+        return importlib.metadata.version("verify-judge")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
 
 TraitStatus = Literal["scored", "unscored", "skipped", "auto_failed"]
 Score = bool | int | float

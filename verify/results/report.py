@@ -10,7 +10,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from verify.benchmark.traits import CallableTrait, LLMTrait, MetricTrait, RegexTrait
-from verify.config.dj_resolve import resolve_trait
+from verify.config.deep_judgment import resolve_trait
 from verify.run.pipeline import FINALIZE, plan
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def render_plan(benchmark: Benchmark, config: VerificationConfig, questions: Seq
         f"tasks: {tasks} = {len(questions)} question(s) x {len(config.answering_models)} answering x "
         f"{len(config.parsing_models)} parsing x {config.replicate_count} replicate(s)"
     )
-    if config.evaluation_mode == "template_only":
+    if not config.rubric_enabled:
         console.print("rubric traits are not evaluated in template_only mode")
         return
     table = Table(title="per-trait evaluation", show_lines=False)

@@ -15,9 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from verify.errors import TRANSIENT_CATEGORIES
 from verify.results.models import VerificationResult
-
-TRANSIENT = {"connection", "timeout", "rate_limit", "server_error"}
 
 
 def progress_path(output: Path) -> Path:
@@ -52,8 +51,8 @@ def done_keys(path: Path) -> set[str]:
             continue
         failure = meta.get("failure")
         errors = meta.get("errors") or []
-        transient = (isinstance(failure, dict) and failure.get("category") in TRANSIENT) or any(
-            isinstance(e, dict) and e.get("category") in TRANSIENT for e in errors
+        transient = (isinstance(failure, dict) and failure.get("category") in TRANSIENT_CATEGORIES) or any(
+            isinstance(e, dict) and e.get("category") in TRANSIENT_CATEGORIES for e in errors
         )
         latest[str(meta.get("task_key"))] = not transient
     return {key for key, final in latest.items() if final}

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from verify.errors import ModelError
+from verify.errors import TRANSIENT_CATEGORIES, ModelError
 from verify.llm.recording import CallRecord
 from verify.results.models import (
     Metadata,
@@ -39,7 +39,8 @@ from verify.stages.rubric import RubricEvaluation
 from verify.stages.template import ParseTemplate, ValidateTemplate, VerifyTemplate
 
 if TYPE_CHECKING:
-    from verify.config.verification import ModelConfig, VerificationConfig
+    from verify.config.models import ModelConfig
+    from verify.config.verification import VerificationConfig
     from verify.run.state import Deps, TaskState
 
 STAGES: tuple[Stage, ...] = (
@@ -55,7 +56,6 @@ STAGES: tuple[Stage, ...] = (
     DeepJudgmentRubricAutoFail(),
 )
 FINALIZE = "finalize_result"
-TRANSIENT = {"connection", "timeout", "rate_limit", "server_error"}
 
 
 def plan(config: VerificationConfig) -> list[Stage]:
@@ -71,13 +71,7 @@ def identity(model: ModelConfig) -> ModelIdentity:
 def _usage(records: Sequence[CallRecord]) -> dict[str, StageUsage]:
     groups: dict[str, StageUsage] = {}
     for r in records:
-        key = (
-            "answer_generation" if r.purpose == "answer"
-            else "deep_judgment" if r.purpose.startswith("template_dj_")
-            else "deep_judgment_rubric" if r.purpose.startswith("dj_")
-            else "rubric_evaluation" if r.purpose.startswith("rubric")
-            else r.purpose
-        )
+        key = r.purpose.usage_group
         for name in (key, "total"):
             u = groups.setdefault(name, StageUsage())
             u.input_tokens += r.usage.input_tokens
@@ -96,8 +90,8 @@ def finalize(state: TaskState, deps: Deps, started: float) -> VerificationResult
         state.fail("content", "verify_template", tpl.verify_reason or "template verification failed", "content")
     if state.failure is None and state.errors:
         err = state.errors[-1]
-        group = "retry" if err.category in TRANSIENT else "system"
-        category = err.category if err.category in TRANSIENT else "unexpected_error"
+        group = "retry" if err.category in TRANSIENT_CATEGORIES else "system"
+        category = err.category if err.category in TRANSIENT_CATEGORIES else "unexpected_error"
         state.fail(category, err.stage, err.message, group)
     records = [*(deps.answerer.records if deps.answerer else []), *deps.judge.records]
     metadata = Metadata(

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from verify.benchmark.traits import Rubric
+from verify.judging.embedding import Embedder, get_embedder
 from verify.llm.recording import RecordingModel
 from verify.results.models import (
     DeepJudgmentRubricSection,
@@ -16,10 +18,12 @@ from verify.results.models import (
     StageError,
     TemplateSection,
 )
+from verify.templates.time_limit import DEFAULT_CODE_TIME_LIMIT
 
 if TYPE_CHECKING:
     from verify.benchmark.jsonld import Question
-    from verify.config.verification import ModelConfig, VerificationConfig
+    from verify.config.models import ModelConfig
+    from verify.config.verification import VerificationConfig
     from verify.llm.ports import Search
     from verify.templates.answer_base import BaseAnswer
     from verify.templates.compiler import CompiledTemplate
@@ -125,3 +129,7 @@ class Deps:
     recorded_answers: dict[str, dict[str, str]] = field(default_factory=dict)
     answers: AnswerMemo = field(default_factory=AnswerMemo)
     run_name: str | None = None
+    code_time_limit: float = DEFAULT_CODE_TIME_LIMIT
+    """Seconds each call into template code (compile, model_post_init, verify()) may take."""
+    embedder_for: Callable[[str], Embedder] = get_embedder
+    """The embedding model of a name (``embedding_check_model``), for the embedding check."""

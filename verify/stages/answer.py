@@ -8,12 +8,10 @@ One answer per (question, answering model, replicate) is shared by every judge m
 
 from __future__ import annotations
 
-import hashlib
-import random
 from typing import TYPE_CHECKING, Any
 
 from verify.errors import ModelError
-from verify.llm.ports import Message
+from verify.llm.ports import Message, Purpose
 from verify.llm.structured import ask_text
 
 if TYPE_CHECKING:
@@ -38,32 +36,38 @@ def recorded_answer(state: TaskState, deps: Deps) -> str | None:
     return None
 
 
-def few_shot_examples(config: VerificationConfig, question: Any) -> list[dict[str, str]]:
-    """Examples per ``few_shot_config``: question pool and/or global, all or a seeded k-shot."""
+def few_shot_examples(config: VerificationConfig, question: Any) -> list[dict[str, Any]]:
+    """Examples per ``few_shot_config`` (:meth:`~verify.config.prompts.FewShotConfig.select`): the
+    question's own examples per ``question_configs[question.id]`` (or the pool settings), then the
+    global ones."""
     fsc = config.few_shot_config
-    if fsc is None or fsc.source == "disabled":
+    if fsc is None:
         return []
-    pool: list[dict[str, str]] = []
-    if fsc.source in ("both", "question_pool"):
-        pool += [dict(e) for e in question.few_shot_examples or []]
-    if fsc.source in ("both", "global"):
-        pool += [e.model_dump() if hasattr(e, "model_dump") else dict(e) for e in fsc.global_examples or []]
-    if fsc.pool_mode == "k-shot" and len(pool) > fsc.pool_k:
-        # Same seeding as karenina, so k-shot picks are reproducible across tools.
-        seed = int(hashlib.md5(question.id.encode()).hexdigest(), 16) & 0x7FFFFFFF
-        pool = random.Random(seed).sample(pool, fsc.pool_k)
-    return pool
+    return fsc.select(question.id, question.few_shot_examples or []).examples
+
+
+def few_shot_warnings(config: VerificationConfig, question: Any) -> list[str]:
+    """Selected or excluded examples that match none of the question's examples."""
+    fsc = config.few_shot_config
+    if fsc is None:
+        return []
+    return fsc.select(question.id, question.few_shot_examples or []).warnings(question.id)
 
 
 def answer_messages(config: VerificationConfig, state: TaskState) -> list[Message]:
+    """The answering model's system prompt plus ``prompt_config.generation`` (appended, as karenina
+    does), and the question after the few-shot examples as one user message."""
     task = state.task
     system = task.answering.system_prompt or ""
-    generation = config.prompt_config.generation if config.prompt_config else None
+    generation = config.prompt_config.get_for_task("generation") if config.prompt_config else None
     if generation:
         system = f"{system}\n\n{generation}".strip()
     examples = few_shot_examples(config, task.question)
     if examples:
-        shots = "".join(f"Question: {e['question']}\nAnswer: {e['answer']}\n\n" for e in examples)
+        # karenina's layout; an example without a question or an answer is skipped
+        shots = "".join(
+            f"Question: {e['question']}\nAnswer: {e['answer']}\n\n" for e in examples if "question" in e and "answer" in e
+        )
         user = f"{shots}Question: {task.question.text}\nAnswer:"
     else:
         user = task.question.text
@@ -94,6 +98,7 @@ class GenerateAnswer:
             )
         if deps.answerer is None:
             raise ModelError(f"no answering model available for {task.answering.id!r}")
+        state.warnings.extend(few_shot_warnings(deps.config, task.question))
         key = (task.question.id, task.answering.id or task.answering.model_name or "", task.replicate)
         shared = deps.answers.get(key)
         if shared is not None:
@@ -101,7 +106,7 @@ class GenerateAnswer:
             return
         future = deps.answers.claim(key)
         try:
-            reply = await ask_text(deps.answerer, answer_messages(deps.config, state), purpose="answer")
+            reply = await ask_text(deps.answerer, answer_messages(deps.config, state), purpose=Purpose.ANSWER)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # mark retrieved: other judges of this answer see it when they await

@@ -29,7 +29,7 @@ class DeepJudgmentAutoFail:
     summary = "fail the task if a template attribute has no valid excerpt (template deep judgment)"
 
     def enabled(self, config: VerificationConfig) -> bool:
-        return config.evaluation_mode != "rubric_only" and config.deep_judgment_mode == "full"
+        return config.template_enabled and config.deep_judgment_mode == "full"
 
     def should_run(self, state: TaskState) -> bool:
         dj = state.template.deep_judgment
@@ -54,7 +54,7 @@ class DeepJudgmentRubricAutoFail:
     summary = "fail the task if a deep-judgment trait has no valid excerpts"
 
     def enabled(self, config: VerificationConfig) -> bool:
-        return config.evaluation_mode != "template_only"
+        return config.rubric_enabled
 
     def should_run(self, state: TaskState) -> bool:
         dj = state.deep_judgment_rubric

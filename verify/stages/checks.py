@@ -23,9 +23,10 @@ import asyncio
 import json
 from typing import TYPE_CHECKING
 
-from verify.judging.embedding import cosine, get_embedder
+from verify.judging.embedding import cosine
+from verify.judging.prompts import JudgeInstructions
+from verify.llm.ports import Purpose
 from verify.llm.structured import ask_structured
-from verify.stages.template import template_mode
 from verify.templates import prompts as tp
 
 if TYPE_CHECKING:
@@ -46,7 +47,8 @@ class AbstentionCheck:
     async def run(self, state: TaskState, deps: Deps) -> None:
         sec = state.template.section
         prompt = tp.abstention_prompt(state.task.question.text, state.answer or "")
-        reply = await ask_structured(deps.judge, tp.messages(prompt), tp.AbstentionResult, purpose="abstention_check")
+        messages = JudgeInstructions.of(state.task.parsing, deps.config).messages("abstention_detection", prompt)
+        reply = await ask_structured(deps.judge, messages, tp.AbstentionResult, purpose=Purpose.ABSTENTION_CHECK)
         if reply.value is None:
             state.warnings.append(f"abstention check not performed: judge reply unparseable: {reply.error}")
             return
@@ -55,7 +57,7 @@ class AbstentionCheck:
         state.abstention_detected = reply.value.abstention_detected
         if reply.value.abstention_detected:
             sec.abstention_override_applied = True
-            if template_mode(deps.config):
+            if deps.config.template_enabled:
                 sec.verify_result = False
             state.fail("abstention", self.name, reply.value.reasoning or "the answer abstains", "abstained")
 
@@ -65,7 +67,7 @@ class SufficiencyCheck:
     summary = "the judge decides whether the answer holds enough to fill the template"
 
     def enabled(self, config: VerificationConfig) -> bool:
-        return config.sufficiency_enabled and template_mode(config)
+        return config.sufficiency_enabled and config.template_enabled
 
     def should_run(self, state: TaskState) -> bool:
         return state.answer is not None and state.template.compiled is not None and not state.abstention_detected
@@ -75,7 +77,8 @@ class SufficiencyCheck:
         assert compiled is not None
         prompt = tp.sufficiency_prompt(state.task.question.text, state.answer or "", compiled.class_name,
                                        compiled.fields(), compiled.judge_schema())
-        reply = await ask_structured(deps.judge, tp.messages(prompt), tp.SufficiencyResult, purpose="sufficiency_check")
+        messages = JudgeInstructions.of(state.task.parsing, deps.config).messages("sufficiency_detection", prompt)
+        reply = await ask_structured(deps.judge, messages, tp.SufficiencyResult, purpose=Purpose.SUFFICIENCY_CHECK)
         if reply.value is None:
             state.warnings.append(f"sufficiency check not performed: judge reply unparseable: {reply.error}")
             return
@@ -94,7 +97,7 @@ class EmbeddingCheck:
     summary = "after a failed verify(): embedding similarity, then the judge may confirm equivalence"
 
     def enabled(self, config: VerificationConfig) -> bool:
-        return config.embedding_check_enabled and template_mode(config)
+        return config.embedding_check_enabled and config.template_enabled
 
     def should_run(self, state: TaskState) -> bool:
         tpl = state.template
@@ -104,7 +107,7 @@ class EmbeddingCheck:
         tpl, config = state.template, deps.config
         sec = tpl.section
         expected, parsed = sec.parsed_gt_response, sec.parsed_llm_response or {}
-        embedder = await asyncio.to_thread(get_embedder, config.embedding_check_model)
+        embedder = await asyncio.to_thread(deps.embedder_for, config.embedding_check_model)
         texts = [json.dumps(expected, sort_keys=True, default=str), json.dumps(parsed, sort_keys=True, default=str)]
         vectors = await asyncio.to_thread(embedder.embed, texts)
         score = round(cosine(vectors[0], vectors[1]), 4)
@@ -114,7 +117,9 @@ class EmbeddingCheck:
         if score < config.embedding_check_threshold:
             return
         prompt = tp.equivalence_prompt(state.task.question.text, expected, parsed)
-        reply = await ask_structured(deps.judge, tp.messages(prompt), tp.EquivalenceResult, purpose="embedding_check")
+        # no prompt_config field covers this call (as in karenina); the judge's own system prompt does
+        messages = JudgeInstructions.of(state.task.parsing, config).messages(None, prompt)
+        reply = await ask_structured(deps.judge, messages, tp.EquivalenceResult, purpose=Purpose.EMBEDDING_CHECK)
         if reply.value is None:
             state.warnings.append(f"embedding check: equivalence reply unparseable: {reply.error}")
             return

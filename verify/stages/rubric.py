@@ -14,8 +14,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from verify.benchmark.traits import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait
-from verify.config.dj_resolve import resolve_rubric
-from verify.errors import ModelError
+from verify.config.deep_judgment import resolve_rubric
+from verify.errors import TRANSIENT_CATEGORIES, ModelError
 from verify.judging import prompts
 from verify.judging.deep_judgment import (
     TraitContext,
@@ -25,21 +25,18 @@ from verify.judging.deep_judgment import (
     verdict_schema,
 )
 from verify.judging.deterministic import confusion_metrics, eval_callable, eval_regex
-from verify.llm.ports import ChatModel, Message
+from verify.judging.prompts import JudgeInstructions
+from verify.llm.ports import ChatModel, Purpose
 from verify.llm.resilience import redact
 from verify.llm.structured import ask_structured
 from verify.results.models import DeepJudgmentRubricSection, RubricSection, Score, StageError, TraitOutcome
-from verify.results.store import TRANSIENT as TRANSIENT_CATEGORIES
 
 if TYPE_CHECKING:
+    from verify.config.prompts import PromptTask
     from verify.config.verification import VerificationConfig
     from verify.run.state import Deps, TaskState
 
 Outcomes = dict[str, TraitOutcome]
-
-
-def _messages(text: str) -> list[Message]:
-    return [Message("system", prompts.JUDGE_SYSTEM), Message("user", text)]
 
 
 def check_score(trait: LLMTrait, value: Any) -> TraitOutcome:
@@ -68,10 +65,12 @@ def check_label(trait: LLMTrait, label: str) -> TraitOutcome:
     return TraitOutcome(status="scored", score=names.index(match), label=match)
 
 
-async def batch_scores(judge: ChatModel, question: str, answer: str, traits: list[LLMTrait], reference: str | None) -> Outcomes:
+async def batch_scores(judge: ChatModel, question: str, answer: str, traits: list[LLMTrait], reference: str | None,
+                       instructions: JudgeInstructions) -> Outcomes:
+    text = prompts.batch_rubric_prompt(question, answer, traits, reference)
     reply = await ask_structured(
-        judge, _messages(prompts.batch_rubric_prompt(question, answer, traits, reference)),
-        prompts.BatchRubricScores, purpose="rubric_batch",
+        judge, instructions.messages("rubric_llm_trait_batch", text),
+        prompts.BatchRubricScores, purpose=Purpose.RUBRIC_BATCH,
     )
     if reply.value is None:
         why = f"judge reply unparseable: {reply.error}"
@@ -84,10 +83,12 @@ async def batch_scores(judge: ChatModel, question: str, answer: str, traits: lis
     }
 
 
-async def batch_labels(judge: ChatModel, question: str, answer: str, traits: list[LLMTrait]) -> Outcomes:
+async def batch_labels(judge: ChatModel, question: str, answer: str, traits: list[LLMTrait],
+                       instructions: JudgeInstructions) -> Outcomes:
+    text = prompts.batch_literal_prompt(question, answer, traits)
     reply = await ask_structured(
-        judge, _messages(prompts.batch_literal_prompt(question, answer, traits)),
-        prompts.BatchLiteralClassifications, purpose="rubric_literal_batch",
+        judge, instructions.messages("rubric_literal_trait_batch", text),
+        prompts.BatchLiteralClassifications, purpose=Purpose.RUBRIC_LITERAL_BATCH,
     )
     if reply.value is None:
         why = f"judge reply unparseable: {reply.error}"
@@ -100,10 +101,13 @@ async def batch_labels(judge: ChatModel, question: str, answer: str, traits: lis
     }
 
 
-async def single_score(judge: ChatModel, question: str, answer: str, trait: LLMTrait, reference: str | None) -> Outcomes:
+async def single_score(judge: ChatModel, question: str, answer: str, trait: LLMTrait, reference: str | None,
+                       instructions: JudgeInstructions) -> Outcomes:
+    text = prompts.single_trait_prompt(question, answer, trait, reference)
+    task: PromptTask = "rubric_literal_trait_single" if trait.kind == "literal" else "rubric_llm_trait_single"
     reply = await ask_structured(
-        judge, _messages(prompts.single_trait_prompt(question, answer, trait, reference)),
-        verdict_schema(trait), purpose="rubric_single", trait=trait.name,
+        judge, instructions.messages(task, text),
+        verdict_schema(trait), purpose=Purpose.RUBRIC_SINGLE, trait=trait.name,
     )
     if reply.value is None:
         return {trait.name: TraitOutcome(status="unscored", reason=f"judge reply unparseable: {reply.error}",
@@ -112,10 +116,11 @@ async def single_score(judge: ChatModel, question: str, answer: str, trait: LLMT
     return {trait.name: TraitOutcome(status="scored", score=score, label=label)}
 
 
-async def metric_scores(judge: ChatModel, question: str, answer: str, trait: MetricTrait) -> tuple[str, Any]:
+async def metric_scores(judge: ChatModel, question: str, answer: str, trait: MetricTrait,
+                        instructions: JudgeInstructions) -> tuple[str, Any]:
     reply = await ask_structured(
-        judge, _messages(prompts.metric_prompt(question, answer, trait)),
-        prompts.ConfusionMatrixOutput, purpose="rubric_metric", trait=trait.name,
+        judge, instructions.messages("rubric_metric_trait", prompts.metric_prompt(question, answer, trait)),
+        prompts.ConfusionMatrixOutput, purpose=Purpose.RUBRIC_METRIC, trait=trait.name,
     )
     if reply.value is None:
         return trait.name, TraitOutcome(status="unscored", reason=f"judge reply unparseable: {reply.error}",
@@ -136,7 +141,8 @@ async def _guard(name_list: list[str], coro: Any) -> Any:
         return {n: TraitOutcome(status="unscored", reason=why, error_category="unexpected_error") for n in name_list}
 
 
-def standard_calls(config: VerificationConfig, judge: ChatModel, question: Any, answer: str, traits: list[LLMTrait]) -> list[Any]:
+def standard_calls(config: VerificationConfig, judge: ChatModel, question: Any, answer: str, traits: list[LLMTrait],
+                   instructions: JudgeInstructions) -> list[Any]:
     reference = question.raw_answer
     calls: list[Any] = []
     sequential = config.rubric_evaluation_strategy != "batch"
@@ -145,15 +151,17 @@ def standard_calls(config: VerificationConfig, judge: ChatModel, question: Any, 
     if sequential:
         for t in graded + literal:
             ref = reference if t.include_ground_truth else None
-            calls.append(_guard([t.name], single_score(judge, question.text, answer, t, ref)))
+            calls.append(_guard([t.name], single_score(judge, question.text, answer, t, ref, instructions)))
         return calls
     for with_reference in (False, True):
         group = [t for t in graded if t.include_ground_truth == with_reference]
         if group:
             ref = reference if with_reference else None
-            calls.append(_guard([t.name for t in group], batch_scores(judge, question.text, answer, group, ref)))
+            call = batch_scores(judge, question.text, answer, group, ref, instructions)
+            calls.append(_guard([t.name for t in group], call))
     if literal:
-        calls.append(_guard([t.name for t in literal], batch_labels(judge, question.text, answer, literal)))
+        call = batch_labels(judge, question.text, answer, literal, instructions)
+        calls.append(_guard([t.name for t in literal], call))
     return calls
 
 
@@ -162,7 +170,7 @@ class RubricEvaluation:
     summary = "score every rubric trait (LLM, deep judgment, regex, callable, metric)"
 
     def enabled(self, config: VerificationConfig) -> bool:
-        return config.evaluation_mode != "template_only"
+        return config.rubric_enabled
 
     def should_run(self, state: TaskState) -> bool:
         return state.answer is not None and bool(state.task.rubric.traits)
@@ -191,9 +199,11 @@ class RubricEvaluation:
             elif isinstance(trait, LLMTrait) and trait.kind == "template":
                 status[trait.name] = TraitOutcome(status="skipped", reason="template-kind traits are not evaluated yet")
 
-        ctx = TraitContext(task.question.text, answer, deps.judge, deps.search)
-        std = standard_calls(config, deps.judge, task.question, answer, std_traits)
-        metrics = [_guard([t.name], metric_scores(deps.judge, task.question.text, answer, t)) for t in metric_traits]
+        instructions = JudgeInstructions.of(task.parsing, config)
+        ctx = TraitContext(task.question.text, answer, deps.judge, deps.search, instructions)
+        std = standard_calls(config, deps.judge, task.question, answer, std_traits, instructions)
+        metrics = [_guard([t.name], metric_scores(deps.judge, task.question.text, answer, t, instructions))
+                   for t in metric_traits]
         deep = [_guard([t.name], judge_trait(t, settings[t.name], ctx)) for t in dj_traits]
         std_out, metric_out, deep_out = await asyncio.gather(
             asyncio.gather(*std), asyncio.gather(*metrics), asyncio.gather(*deep)
@@ -259,7 +269,7 @@ def deep_section(deps: Deps, judgments: list[TraitJudgment], std_traits: list[LL
     section = DeepJudgmentRubricSection()
     risks = {}
     for j in judgments:
-        j.metadata.model_calls = deps.judge.calls_for(j.name, "dj_")
+        j.metadata.model_calls = deps.judge.calls_for(j.name, lambda p: p.is_rubric_deep_judgment)
         section.trait_metadata[j.name] = j.metadata
         if j.excerpts:
             section.extracted_rubric_excerpts[j.name] = j.excerpts

@@ -19,13 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from verify.errors import validation_lines
+from verify.judging.prompts import JudgeInstructions
+from verify.llm.ports import Purpose
 from verify.llm.structured import ask_structured
 from verify.results.models import StageError
 from verify.templates import prompts as tp
 from verify.templates.compiler import (
     TemplateError,
     compile_template,
-    describe_validation_error,
     ground_truth_of,
     parsed_fields,
 )
@@ -39,16 +41,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("verify")
 
 
-def template_mode(config: VerificationConfig) -> bool:
-    return config.evaluation_mode != "rubric_only"
-
-
 class ValidateTemplate:
     name = "validate_template"
     summary = "compile the answer template (import allow-list, restricted builtins)"
 
     def enabled(self, config: VerificationConfig) -> bool:
-        return template_mode(config)
+        return config.template_enabled
 
     def should_run(self, state: TaskState) -> bool:
         return True
@@ -57,7 +55,8 @@ class ValidateTemplate:
         question = state.task.question
         try:
             state.template.compiled = await run_code(
-                compile_template, question.template_code, question.id, what="compiling the template"
+                compile_template, question.template_code, question.id, timeout=deps.code_time_limit,
+                what="compiling the template"
             )
         except (TemplateError, CodeTimeout) as exc:
             message = str(exc) if isinstance(exc, TemplateError) else f"question {question.id!r}: {exc}"
@@ -65,7 +64,7 @@ class ValidateTemplate:
             state.errors.append(StageError(stage=self.name, message=message[:500], category="template_validation"))
             state.fail("template_validation", self.name, message, "system")
             # template_only has nothing left to do without a template: do not pay for an answer
-            state.template.answer_needed = deps.config.evaluation_mode != "template_only"
+            state.template.answer_needed = deps.config.rubric_enabled
             return
         state.template.section.parsed_gt_response = state.template.compiled.ground_truth
 
@@ -85,7 +84,7 @@ class ParseTemplate:
     summary = "the judge fills the template's fields (after template deep judgment, when on)"
 
     def enabled(self, config: VerificationConfig) -> bool:
-        return template_mode(config)
+        return config.template_enabled
 
     def should_run(self, state: TaskState) -> bool:
         tpl = state.template
@@ -99,29 +98,31 @@ class ParseTemplate:
         compiled = tpl.compiled
         assert compiled is not None
         question, answer = state.task.question.text, state.answer or ""
+        instructions = JudgeInstructions.of(state.task.parsing, config)
         reasoning: dict[str, str] | None = None
         if config.deep_judgment_mode != "disabled":
-            inp = DJInput(question, answer, compiled, deps.judge, deps.template_search or deps.search)
+            inp = DJInput(question, answer, compiled, deps.judge, deps.template_search or deps.search, instructions)
             tpl.deep_judgment, reasoning = await judge_template(inp, _dj_settings(config))
         prompt = tp.parse_prompt(question, answer, compiled.class_name, compiled.fields(),
                                  compiled.relaxed_schema(), reasoning)
-        reply = await ask_structured(deps.judge, tp.messages(prompt, tp.PARSE_SYSTEM), compiled.relaxed_cls,
-                                     purpose="parsing")
+        messages = instructions.messages("parsing", prompt, tp.PARSE_SYSTEM)
+        reply = await ask_structured(deps.judge, messages, compiled.relaxed_cls,
+                                     purpose=Purpose.PARSING)
         if tpl.deep_judgment is not None:
             dj = tpl.deep_judgment
             dj.deep_judgment_model_calls = reply.calls + sum(
-                1 for r in deps.judge.records if r.purpose.startswith("template_dj_")
+                1 for r in deps.judge.records if r.purpose.is_template_deep_judgment
             )
         if reply.value is None:
             self._fail(state, f"judge reply unparseable: {reply.error}", reply.raw_text)
             return
         values: dict[str, Any] = reply.value.model_dump()
         try:
-            instance = await run_code(compiled.build, values, what="the template's model_post_init")
+            instance = await run_code(compiled.build, values, timeout=deps.code_time_limit, what="the template's model_post_init")
         except ValidationError as exc:
             nulls = [k for k, v in values.items() if v is None and compiled.answer_cls.model_fields[k].is_required()]
             why = (f"the judge left required field(s) null: {', '.join(nulls)}" if nulls
-                   else f"parsed values do not fit the template: {describe_validation_error(exc)}")
+                   else f"parsed values do not fit the template: {'; '.join(validation_lines(exc, limit=6))}")
             self._fail(state, why, reply.raw_text)
             return
         except Exception as exc:  # the template's own model_post_init raised on these values
@@ -147,7 +148,7 @@ class VerifyTemplate:
     summary = "the template's verify(), regex checks and verify_granular() decide correctness"
 
     def enabled(self, config: VerificationConfig) -> bool:
-        return template_mode(config)
+        return config.template_enabled
 
     def should_run(self, state: TaskState) -> bool:
         return state.template.instance is not None and not state.abstention_detected
@@ -160,7 +161,7 @@ class VerifyTemplate:
         sec.template_verification_performed = True
         field_ok: bool | None
         try:
-            verdict = await run_code(instance.verify, what="the template's verify()")
+            verdict = await run_code(instance.verify, timeout=deps.code_time_limit, what="the template's verify()")
         except Exception as exc:
             field_ok = None
             sec.field_verification_error = f"{type(exc).__name__}: {exc}"[:500]
@@ -182,7 +183,7 @@ class VerifyTemplate:
         sec.verify_result = field_ok and regex.success
         if compiled.has_granular:
             try:
-                granular = await run_code(instance.verify_granular, what="verify_granular()")  # type: ignore[attr-defined]
+                granular = await run_code(instance.verify_granular, timeout=deps.code_time_limit, what="verify_granular()")  # type: ignore[attr-defined]
                 sec.verify_granular_result = float(granular)
             except Exception as exc:
                 state.warnings.append(f"verify_granular() raised {type(exc).__name__}: {exc}"[:300])

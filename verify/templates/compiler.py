@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from verify.templates.answer_base import (
     EXCLUDED_FIELDS,
@@ -414,11 +414,3 @@ def compile_template(code: str | None, question_id: str) -> CompiledTemplate:
     if not (code or "").strip():
         raise TemplateError(f"question {question_id!r} has no answer template; add one or use evaluation_mode='rubric_only'")
     return _compile_cached(code or "", question_id)
-
-
-def describe_validation_error(exc: ValidationError) -> str:
-    parts = []
-    for item in exc.errors()[:6]:
-        where = ".".join(str(p) for p in item.get("loc", ())) or "answer"
-        parts.append(f"{where}: {item.get('msg', 'invalid')}")
-    return "; ".join(parts)

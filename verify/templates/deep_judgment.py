@@ -15,17 +15,20 @@ Field names of the section are karenina's (``extracted_excerpts``, ``attribute_r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from verify.judging.deep_judgment import RISK_ORDER, TraitContext, check_with_search
-from verify.judging.excerpts.match import validate_excerpts
-from verify.llm.ports import ChatModel, Search
+from verify.judging.excerpts import validate_excerpts
+from verify.judging.prompts import JudgeInstructions
+from verify.llm.ports import ChatModel, Purpose, Search
 from verify.llm.structured import ask_structured
 from verify.results.models import DeepJudgmentSection, Excerpt, RejectedExcerpt
 from verify.templates import prompts as tp
 from verify.templates.compiler import CompiledTemplate, FieldSpec
 
-PURPOSE_PREFIX = "template_dj_"
+if TYPE_CHECKING:
+    from verify.config.prompts import PromptTask
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class DJInput:
     template: CompiledTemplate
     judge: ChatModel
     search: Search | None
+    instructions: JudgeInstructions = field(default_factory=JudgeInstructions)
 
 
 async def extract_excerpts(inp: DJInput, fields: list[FieldSpec], s: DJSettings, section: DeepJudgmentSection) -> None:
@@ -59,8 +63,9 @@ async def extract_excerpts(inp: DJInput, fields: list[FieldSpec], s: DJSettings,
     for attempt in range(1, attempts + 1):
         prompt = tp.template_excerpt_prompt(inp.question, inp.response, inp.template.class_name, fields,
                                             s.max_excerpts, feedback)
-        reply = await ask_structured(inp.judge, tp.messages(prompt), tp.TemplateExcerptsOutput,
-                                     purpose=PURPOSE_PREFIX + "excerpts", max_parse_retries=0)
+        messages = inp.instructions.messages("dj_template_excerpt_extraction", prompt)
+        reply = await ask_structured(inp.judge, messages, tp.TemplateExcerptsOutput,
+                                     purpose=Purpose.TEMPLATE_DJ_EXCERPTS, max_parse_retries=0)
         if reply.value is None:
             error = f"excerpt reply unparseable: {reply.error}"
             feedback = f"Your previous reply could not be used ({reply.error}). Reply with the JSON format asked."
@@ -100,8 +105,8 @@ async def assess_search(inp: DJInput, section: DeepJudgmentSection) -> None:
     flat = [(name, e) for name, items in section.extracted_excerpts.items() for e in items]
     if not flat or inp.search is None:
         return
-    ctx = TraitContext(inp.question, inp.response, inp.judge, inp.search)
-    await check_with_search([e for _, e in flat], ctx, trait=None, purpose=PURPOSE_PREFIX + "hallucination")
+    ctx = TraitContext(inp.question, inp.response, inp.judge, inp.search, inp.instructions, "dj_template_hallucination")
+    await check_with_search([e for _, e in flat], ctx, trait=None, purpose=Purpose.TEMPLATE_DJ_HALLUCINATION)
     risks: dict[str, str] = {}
     for name, excerpt in flat:
         risk = excerpt.hallucination_risk
@@ -136,8 +141,9 @@ async def judge_template(inp: DJInput, s: DJSettings) -> tuple[DeepJudgmentSecti
             await assess_search(inp, section)
         evidence = _evidence(fields, section)
     prompt = tp.template_reasoning_prompt(inp.question, inp.response, inp.template.class_name, fields, evidence)
-    reply = await ask_structured(inp.judge, tp.messages(prompt), tp.TemplateReasoningOutput,
-                                 purpose=PURPOSE_PREFIX + "reasoning")
+    task: PromptTask = "dj_template_reasoning" if s.mode == "full" else "dj_template_reasoning_only"
+    reply = await ask_structured(inp.judge, inp.instructions.messages(task, prompt), tp.TemplateReasoningOutput,
+                                 purpose=Purpose.TEMPLATE_DJ_REASONING)
     reasoning: dict[str, str] | None = None
     if reply.value is None:
         section.error = section.error or f"reasoning reply unparseable: {reply.error}"

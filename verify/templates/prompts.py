@@ -17,7 +17,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from verify.judging.prompts import JUDGE_SYSTEM, context_block
-from verify.llm.ports import Message
 from verify.templates.compiler import FieldSpec
 
 
@@ -68,10 +67,6 @@ PARSE_SYSTEM = (
     "states, do not correct it and do not add knowledge of your own; use null when the response does "
     "not give a value."
 )
-
-
-def messages(text: str, system: str = JUDGE_SYSTEM) -> list[Message]:
-    return [Message("system", system), Message("user", text)]
 
 
 def render_fields(class_name: str, fields: Sequence[FieldSpec]) -> str:

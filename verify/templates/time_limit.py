@@ -15,14 +15,14 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-TEMPLATE_CODE_TIMEOUT_S = 10.0
+DEFAULT_CODE_TIME_LIMIT = 10.0
 
 
 class CodeTimeout(TimeoutError):
     """Template code did not finish within its time limit."""
 
 
-async def run_code(fn: Callable[..., T], *args: Any, timeout: float | None = None, what: str = "template code") -> T:
+async def run_code(fn: Callable[..., T], *args: Any, timeout: float = DEFAULT_CODE_TIME_LIMIT, what: str = "template code") -> T:
     """``fn(*args)`` in a daemon thread; its exception is re-raised as is; overrunning raises CodeTimeout."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
@@ -54,7 +54,6 @@ async def run_code(fn: Callable[..., T], *args: Any, timeout: float | None = Non
             deliver(value, None)
 
     threading.Thread(target=target, name="verify-template-code", daemon=True).start()
-    timeout = TEMPLATE_CODE_TIMEOUT_S if timeout is None else timeout
     try:
         return await asyncio.wait_for(future, timeout)
     except TimeoutError:

@@ -41,14 +41,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from verify.errors import ModelSetupError
-from verify.llm.ports import ChatReply, ChatRequest, Message, Usage
+from verify.llm.ports import PURPOSE_HEADER, ChatReply, ChatRequest, Message, Usage
 from verify.llm.resilience import classify_error, redact
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage, BaseMessage
 
-    from verify.config.verification import ModelConfig
+    from verify.config.models import ModelConfig
 
 __all__ = ["OPENROUTER_BASE_URL", "STRUCTURED_METHODS", "LangChainModel"]
 
@@ -367,12 +367,19 @@ class LangChainModel:
 
     # -- calls ---------------------------------------------------------------------------------------
 
-    async def _invoke(self, runnable: Any, messages: list[BaseMessage]) -> Any:
+    def _call_kwargs(self, request: ChatRequest) -> dict[str, Any]:
+        """Per-call kwargs: OpenAI-like providers get the purpose as an ``X-Verify-Purpose`` header
+        (langchain-openai passes ``extra_headers`` on to the SDK; the simulated server answers by it)."""
+        if self.family != "openai":
+            return {}
+        return {"extra_headers": {PURPOSE_HEADER: str(request.purpose)}}
+
+    async def _invoke(self, runnable: Any, messages: list[BaseMessage], kwargs: dict[str, Any]) -> Any:
         if self.timeout is None:
-            return await runnable.ainvoke(messages)
+            return await runnable.ainvoke(messages, **kwargs)
         # a hard wall-clock guard on top of the SDK's own (per-read) timeout
         async with asyncio.timeout(self.timeout * 1.5 + 1.0):
-            return await runnable.ainvoke(messages)
+            return await runnable.ainvoke(messages, **kwargs)
 
     def _native(self, llm: BaseChatModel, schema: dict[str, Any]) -> Any | None:
         """The runnable that asks for ``schema`` natively, or None for a plain call."""
@@ -404,12 +411,13 @@ class LangChainModel:
         messages = _to_langchain(request.messages)
         started = time.perf_counter()
         llm = self._llm_for_loop()
+        kwargs = self._call_kwargs(request)
         native = self._native(llm, request.schema) if request.schema is not None else None
         if native is None:
-            message = await self._invoke(llm, messages)
+            message = await self._invoke(llm, messages, kwargs)
             return self._reply(message, None, started)
         try:
-            result = await self._invoke(native, messages)
+            result = await self._invoke(native, messages, kwargs)
         except Exception as exc:
             reply = self._from_finish_error(exc, started)
             if reply is not None:
@@ -422,7 +430,7 @@ class LangChainModel:
                 self.structured_method,
                 redact(str(exc), 200),
             )
-            message = await self._invoke(llm, messages)
+            message = await self._invoke(llm, messages, kwargs)
             self.native_disabled = True
             return self._reply(message, None, started)
         if isinstance(result, dict) and "raw" in result:  # with_structured_output(include_raw=True)

@@ -1,10 +1,15 @@
-"""The simulated judge's brain: a pure, deterministic function from (messages, schema) to reply text.
+"""The simulated judge's brain: a pure, deterministic function from a request to reply text.
 
-It reads the prompt conventions of ``verify.judging.prompts`` (``<question>``, ``<response>``, ``<trait>``
-blocks) and the requested schema's title, and answers sensibly (the template stages' replies are in
-``verify.llm.simulated.template_brain``): it quotes real sentences of the
-response as excerpts, scores by word overlap between the trait description and the response,
-and returns valid JSON. It is a stand-in for tests and the offline demo, not a judge of quality.
+What kind of reply to give is decided by the request's :class:`~verify.llm.ports.Purpose` (over HTTP
+without a purpose: by the requested schema's ``title``), never by the prompt's wording; see
+:data:`HANDLERS`. The inputs are then read from the prompt's structural tags (``<question>``,
+``<response>``, ``<trait ...>``, ``<excerpt>``, ...) of ``verify.judging.prompts``, so rewording a
+prompt does not change what the judge does. It answers sensibly (the template stages' replies are
+in ``verify.llm.simulated.template_brain``): it quotes real sentences of the response as excerpts,
+scores by word overlap between the trait description and the response, and returns valid JSON.
+Absence criteria ("does not recommend X") are recognised by the judging code's own rule
+(:func:`verify.judging.deep_judgment.absence_cue`). It is a stand-in for tests and the offline
+demo, not a judge of quality.
 
 Faults (decided by hashing, so they are reproducible): ``malformed_json`` breaks a share of JSON
 replies; ``fabricate_excerpts`` makes the excerpts for a share of *responses* fabricated (number
@@ -16,27 +21,19 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from verify.llm.ports import Message
+from verify.judging.deep_judgment import absence_cue, criterion_text
+from verify.llm.ports import Message, Purpose
+from verify.llm.simulated import template_brain as tb
+from verify.llm.simulated.text import fabricate, overlap, sentences, tag, words
 
-STOP = set(
-    "the a an and or of to in on for with is are was were be been by as at that this it its from "
-    "which who whom whose what when where how why does do did not no response answer question trait "
-    "should must provide provides includes include contains contain mentions mention any all each "
-    "well clear more most very than then there their they them these those into about over under".split()
-)
 _TRAIT = re.compile(r'<trait name="([^"]*)" kind="([^"]*)"(?: min="([^"]*)" max="([^"]*)")?>(.*?)</trait>', re.S)
-_ABSENCE = re.compile(
-    r"\b(does not|doesn't|do not|don't|never|avoids?|without|free of|absence of|refrains? from|"
-    r"not (?:mention|include|contain|recommend|use|suggest|claim))\b",
-    re.I,
-)
 
 
-VERSION = "2"  # bump when replies change, so cached simulated replies are not reused
+VERSION = "3"  # bump when replies change, so cached simulated replies are not reused
 
 
 @dataclass(frozen=True)
@@ -49,12 +46,35 @@ class Faults:
 
 
 @dataclass(frozen=True)
+class SimulatedRequest:
+    """One request to the simulated judge.
+
+    ``purpose`` is the asking step; ``None`` when it is not known (an HTTP request without the
+    ``X-Verify-Purpose`` header): then the schema's title decides, and free text is an answer.
+    """
+
+    purpose: Purpose | None
+    messages: tuple[Message, ...]
+    schema: dict[str, Any] | None = None
+    faults: Faults | None = None
+
+
+ReplyFunction = Callable[[SimulatedRequest], str]
+"""What the simulated HTTP server calls to answer a request (``respond`` by default)."""
+
+
+@dataclass(frozen=True)
 class TraitSpec:
     name: str
     kind: str
     lo: int | None
     hi: int | None
     description: str
+
+    @property
+    def criterion(self) -> str:
+        """The text the judging code reads the criterion from (name and description, no class list)."""
+        return criterion_text(self.name, self.description.split("\nClasses: ", 1)[0])
 
 
 def _share(key: str, seed: int) -> float:
@@ -65,24 +85,6 @@ def _share(key: str, seed: int) -> float:
 def fabricates(response: str, faults: Faults | None) -> bool:
     """Whether excerpts for this response are fabricated under ``faults`` (same rule as ``reply``)."""
     return bool(faults and faults.fabricate_excerpts and _share(response, faults.seed) < faults.fabricate_excerpts)
-
-
-def _tag(text: str, tag: str) -> str | None:
-    m = re.search(rf"<{tag}(?: [^>]*)?>(.*?)</{tag}>", text, re.S)
-    return m.group(1) if m else None
-
-
-def _words(text: str) -> list[str]:
-    return [w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2 and w not in STOP]
-
-
-def overlap(criterion: str, text: str) -> float:
-    """Share of the criterion's content words (5-letter stems) found in the text."""
-    wanted = {w[:5] for w in _words(criterion)}
-    if not wanted:
-        return 0.0
-    have = {w[:5] for w in _words(text)}
-    return len(wanted & have) / len(wanted)
 
 
 def _traits(prompt: str) -> list[TraitSpec]:
@@ -99,34 +101,35 @@ def _classes(desc: str) -> list[tuple[str, str]]:
     return [(p.split(":", 1)[0].strip(), p.split(":", 1)[-1]) for p in m.group(1).split("; ")]
 
 
-def _absence_terms(desc: str) -> list[str]:
-    m = _ABSENCE.search(desc)
-    tail = desc[m.end():] if m else desc
-    return _words(tail)
+def _absence_terms(criterion: str) -> list[str]:
+    m = absence_cue(criterion)
+    tail = criterion[m.end():] if m else criterion
+    return words(tail)
 
 
-def is_absence(desc: str) -> bool:
-    return bool(_ABSENCE.search(desc))
+def is_absence(criterion: str) -> bool:
+    """Whether the criterion asks for something to be absent (the judging code's rule)."""
+    return absence_cue(criterion) is not None
 
 
 _NEGATED = re.compile(r"\b(no|not|never|cannot|can't|don't|doesn't|only|without|won't)\b", re.I)
 
 
-def violating_sentences(desc: str, response: str) -> list[str]:
+def violating_sentences(criterion: str, response: str) -> list[str]:
     """For an absence criterion: affirmative sentences that mention what it forbids."""
-    terms = {w[:5] for w in _absence_terms(desc)}
+    terms = {w[:5] for w in _absence_terms(criterion)}
     if not terms:
         return []
     out = []
     for sentence in sentences(response) or [response]:
-        have = {w[:5] for w in _words(sentence)}
+        have = {w[:5] for w in words(sentence)}
         if len(terms & have) / len(terms) >= 0.5 and not _NEGATED.search(sentence):
             out.append(sentence)
     return out
 
 
-def violated(desc: str, response: str) -> bool:
-    return bool(violating_sentences(desc, response))
+def violated(criterion: str, response: str) -> bool:
+    return bool(violating_sentences(criterion, response))
 
 
 def judge_value(trait: TraitSpec, response: str) -> Any:
@@ -135,30 +138,25 @@ def judge_value(trait: TraitSpec, response: str) -> Any:
         classes = _classes(trait.description)
         best = max(classes, key=lambda c: (overlap(c[1] + " " + c[0], response), -classes.index(c)))
         return best[0]
-    if is_absence(trait.description):
-        ok = not violated(trait.description, response)
+    if is_absence(trait.criterion):
+        ok = not violated(trait.criterion, response)
         if trait.kind == "boolean":
             return ok
         lo, hi = trait.lo or 1, trait.hi or 5
         return hi if ok else lo
     share = overlap(trait.description, response)
     if trait.kind == "boolean":
-        return share >= 0.2 or len(_words(response)) >= 12 or not _words(trait.description)
+        return share >= 0.2 or len(words(response)) >= 12 or not words(trait.description)
     lo, hi = trait.lo if trait.lo is not None else 1, trait.hi if trait.hi is not None else 5
     # Long, on-topic answers score higher; anything readable gets at least the middle third.
-    length_bonus = min(len(_words(response)) / 30, 1.0)
+    length_bonus = min(len(words(response)) / 30, 1.0)
     return max(lo, min(hi, lo + round((0.2 + 0.5 * share + 0.6 * length_bonus) * (hi - lo))))
-
-
-def sentences(text: str) -> list[str]:
-    parts = re.split(r"(?<=[.!?])\s+|\n+", text)
-    return [p.strip() for p in parts if len(p.strip()) >= 12]
 
 
 def excerpts_for(trait: TraitSpec, response: str, limit: int) -> dict[str, Any]:
     sents = sentences(response) or ([response.strip()] if response.strip() else [])
-    if is_absence(trait.description):
-        hits = violating_sentences(trait.description, response)
+    if is_absence(trait.criterion):
+        hits = violating_sentences(trait.criterion, response)
         if not hits:
             return {"excerpts": [], "nothing_relevant": True}
         ranked = hits
@@ -171,16 +169,13 @@ def excerpts_for(trait: TraitSpec, response: str, limit: int) -> dict[str, Any]:
     }
 
 
-def fabricate(text: str) -> str:
-    """An altered quote: numbers changed, a word invented, so validation must reject it."""
-    changed = re.sub(r"\d+", lambda m: str(int(m.group()) + 7), text)
-    return f"Reportedly, {changed.rstrip('.')} according to an unnamed 2019 review."
-
-
 def _reasoning(prompt: str) -> str:
-    trait = _traits(prompt)[0]
-    response = _tag(prompt, "response") or ""
-    evidence = _tag(prompt, "evidence")
+    traits = _traits(prompt)
+    if not traits:
+        return "No <trait> was given, so there is nothing to reason about. VERDICT: null"
+    trait = traits[0]
+    response = tag(prompt, "response") or ""
+    evidence = tag(prompt, "evidence")
     value = judge_value(trait, response)
     cited = "[E1]" if evidence and "[E1]" in evidence else "the response as a whole"
     return (
@@ -191,7 +186,7 @@ def _reasoning(prompt: str) -> str:
 
 
 def _from_reasoning(prompt: str) -> Any:
-    reasoning = _tag(prompt, "reasoning") or ""
+    reasoning = tag(prompt, "reasoning") or ""
     m = re.findall(r"VERDICT: (.+)", reasoning)
     return json.loads(m[-1]) if m else None
 
@@ -218,79 +213,163 @@ def _schema_default(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
     return "simulated"
 
 
-def structured(title: str, prompt: str, schema: dict[str, Any], faults: Faults | None) -> dict[str, Any]:
-    response = _tag(prompt, "response") or ""
-    traits = _traits(prompt)
-    if title == "BatchRubricScores":
-        return {"scores": {t.name: judge_value(t, response) for t in traits}}
-    if title == "BatchLiteralClassifications":
-        return {"classifications": [{"trait_name": t.name, "class_name": judge_value(t, response)} for t in traits]}
-    if title in ("SingleBooleanScore", "SingleNumericScore", "SingleLiteralClassification"):
-        value = _from_reasoning(prompt) if "<reasoning>" in prompt else None
-        if value is None and traits:
-            value = judge_value(traits[0], response)
-        key = {"SingleBooleanScore": "result", "SingleNumericScore": "score"}.get(title, "classification")
-        return {key: value}
-    if title == "TraitExcerptsOutput":
-        limit = int(_tag(prompt, "max_excerpts") or 3)
-        out = excerpts_for(traits[0], response, limit)
-        if fabricates(response, faults):
-            out["excerpts"] = [{"text": fabricate(e["text"]), "confidence": "high"} for e in out["excerpts"]] or [
-                {"text": fabricate("The answer cites 3 independent sources."), "confidence": "high"}
-            ]
-            out["nothing_relevant"] = False
-        return out
-    if title == "ConfusionMatrixOutput":
-        expected = re.findall(r"^- (.+)$", _tag(prompt, "expected") or "", re.M)
-        absent = re.findall(r"^- (.+)$", _tag(prompt, "should_be_absent") or "", re.M)
-        tp = [e for e in expected if overlap(e, response) >= 0.6]
-        return {
-            "tp": tp, "fn": [e for e in expected if e not in tp], "fp": [],
-            "tn": [a for a in absent if overlap(a, response) < 0.6],
-        }
-    if title == "HallucinationRiskOutput":
-        assessments: list[dict[str, str]] = []
-        for eid, text in re.findall(r'<excerpt id="([^"]+)">(.*?)</excerpt>', prompt, re.S):
-            sources = prompt.split(f'<search_results for="{eid}">', 1)[-1].split("</search_results>", 1)[0]
-            share = overlap(text, sources)
-            risk = "none" if share >= 0.6 else "low" if share >= 0.4 else "medium" if share >= 0.2 else "high"
-            assessments.append({"excerpt_id": eid, "risk": risk, "justification": f"overlap with sources {share:.2f}"})
-        return {"assessments": assessments}
-    template = _template_reply(title, prompt, schema, faults)
-    if template is not None:
-        return template
-    return dict(_schema_default(schema, schema.get("$defs", {})))
+@dataclass(frozen=True)
+class _Ask:
+    """A request as the handlers see it: the prompt (non-system messages joined) and the schema."""
+
+    prompt: str
+    messages: tuple[Message, ...]
+    schema: dict[str, Any]
+    title: str
+    faults: Faults | None
+
+    @property
+    def response(self) -> str:
+        return tag(self.prompt, "response") or ""
 
 
-def _template_reply(title: str, prompt: str, schema: dict[str, Any], faults: Faults | None) -> dict[str, Any] | None:
-    """The template stages' replies (verify.llm.simulated.template_brain); None for other schemas."""
-    from verify.llm.simulated import template_brain as tb
-
-    if title == "AbstentionResult":
-        return tb.abstention(prompt)
-    if title == "SufficiencyResult":
-        return tb.sufficiency(prompt)
-    if title == "EquivalenceResult":
-        return tb.equivalence(prompt)
-    if title == "TemplateExcerptsOutput":
-        return tb.excerpts(prompt, fabricates(_tag(prompt, "response") or "", faults))
-    if title == "TemplateReasoningOutput":
-        return tb.reasoning(prompt)
-    if tb.is_parse(title, prompt):
-        return tb.parse(schema, prompt)
-    return None
+def _answer(ask: _Ask) -> str:
+    question = tag(ask.prompt, "question") or (ask.messages[-1].content if ask.messages else "")
+    return f"This is a simulated answer to: {question.strip()}"
 
 
-def reply(messages: Sequence[Message], schema: dict[str, Any] | None, faults: Faults | None = None) -> str:
-    """Return the reply text for a request: JSON matching ``schema`` when one is given."""
-    prompt = "\n".join(m.content for m in messages if m.role != "system")
+def _batch_scores(ask: _Ask) -> dict[str, Any]:
+    return {"scores": {t.name: judge_value(t, ask.response) for t in _traits(ask.prompt)}}
+
+
+def _batch_literal(ask: _Ask) -> dict[str, Any]:
+    classifications = [
+        {"trait_name": t.name, "class_name": judge_value(t, ask.response)} for t in _traits(ask.prompt)
+    ]
+    return {"classifications": classifications}
+
+
+_VERDICT_KEYS = {"SingleBooleanScore": "result", "SingleNumericScore": "score", "SingleLiteralClassification": "classification"}
+
+
+def _verdict(ask: _Ask) -> dict[str, Any]:
+    """One trait's verdict: taken from a ``<reasoning>`` block's VERDICT line when the prompt has one."""
+    value = _from_reasoning(ask.prompt)
+    traits = _traits(ask.prompt)
+    if value is None and traits:
+        value = judge_value(traits[0], ask.response)
+    key = _VERDICT_KEYS.get(ask.title) or next(iter(ask.schema.get("properties") or {}), "result")
+    return {key: value}
+
+
+def _confusion(ask: _Ask) -> dict[str, Any]:
+    expected = re.findall(r"^- (.+)$", tag(ask.prompt, "expected") or "", re.M)
+    absent = re.findall(r"^- (.+)$", tag(ask.prompt, "should_be_absent") or "", re.M)
+    tp = [e for e in expected if overlap(e, ask.response) >= 0.6]
+    return {
+        "tp": tp, "fn": [e for e in expected if e not in tp], "fp": [],
+        "tn": [a for a in absent if overlap(a, ask.response) < 0.6],
+    }
+
+
+def _excerpts(ask: _Ask) -> dict[str, Any]:
+    traits = _traits(ask.prompt)
+    if not traits:
+        return {"excerpts": [], "nothing_relevant": True}
+    limit = int(tag(ask.prompt, "max_excerpts") or 3)
+    response = ask.response
+    out = excerpts_for(traits[0], response, limit)
+    if fabricates(response, ask.faults):
+        out["excerpts"] = [{"text": fabricate(e["text"]), "confidence": "high"} for e in out["excerpts"]] or [
+            {"text": fabricate("The answer cites 3 independent sources."), "confidence": "high"}
+        ]
+        out["nothing_relevant"] = False
+    return out
+
+
+def _hallucination(ask: _Ask) -> dict[str, Any]:
+    prompt = ask.prompt
+    assessments: list[dict[str, str]] = []
+    for eid, text in re.findall(r'<excerpt id="([^"]+)">(.*?)</excerpt>', prompt, re.S):
+        sources = prompt.split(f'<search_results for="{eid}">', 1)[-1].split("</search_results>", 1)[0]
+        share = overlap(text, sources)
+        risk = "none" if share >= 0.6 else "low" if share >= 0.4 else "medium" if share >= 0.2 else "high"
+        assessments.append({"excerpt_id": eid, "risk": risk, "justification": f"overlap with sources {share:.2f}"})
+    return {"assessments": assessments}
+
+
+HANDLERS: dict[Purpose, Callable[[_Ask], str | dict[str, Any]]] = {
+    Purpose.ANSWER: _answer,
+    Purpose.PARSING: lambda ask: tb.parse(ask.schema, ask.prompt),
+    Purpose.ABSTENTION_CHECK: lambda ask: tb.abstention(ask.prompt),
+    Purpose.SUFFICIENCY_CHECK: lambda ask: tb.sufficiency(ask.prompt),
+    Purpose.EMBEDDING_CHECK: lambda ask: tb.equivalence(ask.prompt),
+    Purpose.RUBRIC_BATCH: _batch_scores,
+    Purpose.RUBRIC_LITERAL_BATCH: _batch_literal,
+    Purpose.RUBRIC_SINGLE: _verdict,
+    Purpose.RUBRIC_METRIC: _confusion,
+    Purpose.DJ_EXCERPTS: _excerpts,
+    Purpose.DJ_HALLUCINATION: _hallucination,
+    Purpose.DJ_REASONING: lambda ask: _reasoning(ask.prompt),
+    Purpose.DJ_SCORE: _verdict,
+    Purpose.TEMPLATE_DJ_EXCERPTS: lambda ask: tb.excerpts(ask.prompt, fabricates(ask.response, ask.faults)),
+    Purpose.TEMPLATE_DJ_HALLUCINATION: _hallucination,
+    Purpose.TEMPLATE_DJ_REASONING: lambda ask: tb.reasoning(ask.prompt),
+}
+"""The reply for each purpose: a string is sent as is (free text), a dict as JSON."""
+
+PURPOSE_BY_TITLE: dict[str, Purpose] = {
+    "BatchRubricScores": Purpose.RUBRIC_BATCH,
+    "BatchLiteralClassifications": Purpose.RUBRIC_LITERAL_BATCH,
+    "SingleBooleanScore": Purpose.RUBRIC_SINGLE,
+    "SingleNumericScore": Purpose.RUBRIC_SINGLE,
+    "SingleLiteralClassification": Purpose.RUBRIC_SINGLE,
+    "ConfusionMatrixOutput": Purpose.RUBRIC_METRIC,
+    "TraitExcerptsOutput": Purpose.DJ_EXCERPTS,
+    "HallucinationRiskOutput": Purpose.DJ_HALLUCINATION,
+    "AbstentionResult": Purpose.ABSTENTION_CHECK,
+    "SufficiencyResult": Purpose.SUFFICIENCY_CHECK,
+    "EquivalenceResult": Purpose.EMBEDDING_CHECK,
+    "TemplateExcerptsOutput": Purpose.TEMPLATE_DJ_EXCERPTS,
+    "TemplateReasoningOutput": Purpose.TEMPLATE_DJ_REASONING,
+}
+"""Reply model title -> purpose, for requests that do not say their purpose (plain HTTP clients).
+
+Template parsing has no fixed title (the schema is the template's own class) and the verdict
+titles are shared by ``rubric_single`` and ``dj_score`` (one handler serves both), so a client
+that wants those replies says its purpose.
+"""
+
+
+def purpose_for(purpose: Purpose | None, schema: dict[str, Any] | None) -> Purpose | None:
+    """The purpose to answer for: the given one; else free text is an answer and a schema is
+    looked up by its title (``None`` for an unknown title: the reply is the schema's defaults)."""
+    if purpose is not None:
+        return purpose
     if schema is None:
-        if "<trait" in prompt and "Explain" in prompt:
-            return _reasoning(prompt)
-        question = _tag(prompt, "question") or (messages[-1].content if messages else "")
-        return f"This is a simulated answer to: {question.strip()}"
-    title = str(schema.get("title", ""))
-    text = json.dumps(structured(title, prompt, schema, faults))
+        return Purpose.ANSWER
+    return PURPOSE_BY_TITLE.get(str(schema.get("title", "")))
+
+
+def reply(
+    purpose: Purpose | None,
+    messages: Sequence[Message],
+    schema: dict[str, Any] | None,
+    faults: Faults | None = None,
+) -> str:
+    """Return the reply text for a request: free text or JSON, as the purpose's step expects."""
+    prompt = "\n".join(m.content for m in messages if m.role != "system")
+    title = str((schema or {}).get("title", ""))
+    ask = _Ask(prompt, tuple(messages), schema or {}, title, faults)
+    kind = purpose_for(purpose, schema)
+    value: str | dict[str, Any]
+    if kind is None:
+        value = dict(_schema_default(ask.schema, ask.schema.get("$defs", {})))
+    else:
+        value = HANDLERS[kind](ask)
+    if isinstance(value, str):
+        return value
+    text = json.dumps(value)
     if faults and faults.malformed_json and _share(prompt + title, faults.seed + 1) < faults.malformed_json:
         return "Sure! Here is my assessment: " + text[: max(1, len(text) // 2)]
     return text
+
+
+def respond(request: SimulatedRequest) -> str:
+    """The default :data:`ReplyFunction`: :func:`reply` for a :class:`SimulatedRequest`."""
+    return reply(request.purpose, request.messages, request.schema, request.faults)

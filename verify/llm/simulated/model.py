@@ -1,5 +1,8 @@
 """The in-process simulated model: the ChatModel port over ``brain.reply``, no network.
 
+The brain answers by the request's ``purpose`` (and the schema), as the HTTP server does by the
+``X-Verify-Purpose`` header.
+
 Selected by ``"interface": "simulated"`` in a preset. ``extra_kwargs`` may set ``latency_ms``,
 ``fabricate_rate``, ``malformed_rate`` and ``seed`` to inject the same faults as the HTTP server.
 """
@@ -44,7 +47,7 @@ class SimulatedModel:
         started = time.perf_counter()
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        text = brain.reply(request.messages, request.schema, self.faults)
+        text = brain.reply(request.purpose, request.messages, request.schema, self.faults)
         parsed = None
         if request.schema is not None:
             try:

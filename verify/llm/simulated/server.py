@@ -13,6 +13,12 @@ concurrency while a retried request gets a fresh draw. Reply faults (malformed J
 excerpts) are the brain's: it gets ``Faults(malformed_rate, fabricate_rate, seed)`` unchanged and
 decides by hashing the prompt, exactly as the in-process model does. ``fail_first=N`` answers the
 first N chat requests with ``fail_status``.
+
+What to answer is decided by a reply function (``reply=``, a :data:`~verify.llm.simulated.brain.ReplyFunction`,
+by default :func:`verify.llm.simulated.brain.respond`) that gets a typed
+:class:`~verify.llm.simulated.brain.SimulatedRequest`: the purpose from the ``X-Verify-Purpose``
+header (verify's langchain adapter sends it; ``None`` without it, and an unknown value is a 400),
+the messages, the wanted schema and the reply faults. Tests pass their own reply function.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from verify.llm.ports import Message, Role
+from verify.llm.ports import PURPOSE_HEADER, Message, Purpose, Role
 from verify.llm.simulated import brain
 
 _ROLES: dict[str, Role] = {
@@ -83,8 +89,11 @@ class SimulatedServer:
     """A running server. ``requests`` records every request (headers without credentials) as
     ``{"method", "path", "headers", "json", "status"}``, unless started with ``record=False``."""
 
-    def __init__(self, options: ServerOptions, port: int = 0) -> None:
+    def __init__(
+        self, options: ServerOptions, port: int = 0, reply: brain.ReplyFunction = brain.respond
+    ) -> None:
         self.options = options
+        self.reply: brain.ReplyFunction = reply
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._count = 0
@@ -222,7 +231,8 @@ class _Handler(BaseHTTPRequestHandler):
         faults = brain.Faults(
             malformed_json=opts.malformed_rate, fabricate_excerpts=opts.fabricate_rate, seed=opts.seed
         )
-        text = brain.reply(messages, wanted.schema, faults)
+        purpose = _purpose(self.headers.get(PURPOSE_HEADER))
+        text = sim.reply(brain.SimulatedRequest(purpose, tuple(messages), wanted.schema, faults))
         if wanted.json_only and wanted.schema is None and not _is_json(text):
             text = json.dumps({"content": text})
 
@@ -366,6 +376,16 @@ def _messages(raw: list[Any]) -> list[Message]:
     return out
 
 
+def _purpose(header: str | None) -> Purpose | None:
+    """The request's purpose from the ``X-Verify-Purpose`` header (None without it)."""
+    if header is None or not header.strip():
+        return None
+    try:
+        return Purpose(header.strip())
+    except ValueError:
+        raise _Fail(400, f"unknown {PURPOSE_HEADER} {header!r}; one of {', '.join(Purpose)}") from None
+
+
 def _named(schema: Any, name: str | None) -> dict[str, Any] | None:
     if not isinstance(schema, dict):
         return None
@@ -419,11 +439,13 @@ def start_server(
     seed: int = 0,
     retry_after_ms: float | None = 10.0,
     record: bool = True,
+    reply: brain.ReplyFunction = brain.respond,
 ) -> SimulatedServer:
     """Start the server in a daemon thread on 127.0.0.1 (``port=0`` picks a free port).
 
     ``retry_after_ms`` sets the ``retry-after-ms`` header on 429/5xx answers (``Retry-After`` is
     that in whole seconds), which keeps the OpenAI SDK's retry wait short; ``None`` sends neither.
+    ``reply`` answers each chat request that gets past the HTTP faults (default: the brain).
     """
     options = ServerOptions(
         latency_ms=latency_ms,
@@ -438,7 +460,7 @@ def start_server(
         retry_after_ms=retry_after_ms,
         record=record,
     )
-    return SimulatedServer(options, port)
+    return SimulatedServer(options, port, reply)
 
 
 def serve_forever(

@@ -1,12 +1,15 @@
 """The simulated judge's answers for the template stages (deterministic heuristics, no model).
 
+``brain`` picks the function by the request's purpose (``Purpose.PARSING``, ``ABSTENTION_CHECK``, ...);
+these functions only read their inputs out of the prompt's tags.
+
 * ``AbstentionResult``: refusal phrases ("I cannot", "I don't know", "as an AI", ...).
 * ``SufficiencyResult``: sufficient when every field can be filled strictly from the response.
-* template parsing (a schema titled like the ``<template class="...">`` of the prompt, or with
-  ``Parse`` in its title): each property is filled from the response: numbers -> the number whose
-  surrounding words best match the field (numbers also in the question count last), booleans ->
-  the best matching sentence, negated or not, strings -> a capitalised entity not in the question
-  ("Paris"), or for descriptive fields the best matching sentence, lists -> an enumeration.
+* template parsing (any schema, usually the template's own class): each property is filled from
+  the response: numbers -> the number whose surrounding words best match the field (numbers also
+  in the question count last), booleans -> the best matching sentence, negated or not, strings ->
+  a capitalised entity not in the question ("Paris"), or for descriptive fields the best matching
+  sentence, lists -> an enumeration.
 * ``EquivalenceResult``: expected and parsed values equal after normalising, or one's words
   contained in the other's ("Shakespeare" vs "William Shakespeare").
 * ``TemplateExcerptsOutput`` / ``TemplateReasoningOutput``: sentences that contain each field's
@@ -19,8 +22,9 @@ import json
 import re
 from typing import Any
 
-from verify.llm.simulated.brain import fabricate
-from verify.llm.simulated.brain import overlap as _overlap
+from verify.llm.simulated.text import fabricate
+from verify.llm.simulated.text import overlap as _overlap
+from verify.llm.simulated.text import tag as _tag
 
 REFUSAL = re.compile(
     r"\b(I cannot|I can't|I can ?not|I'm unable|I am unable|I'm not able|I am not able|I don't know|"
@@ -41,19 +45,9 @@ _LEADING = {"the", "a", "an", "it", "its", "this", "that", "these", "those", "in
             "hey", "sure", "so", "well", "also", "however", "but", "and", "or", "my", "our", "we", "they"}
 
 
-def _tag(text: str, tag: str) -> str | None:
-    m = re.search(rf"<{tag}(?: [^>]*)?>(.*?)</{tag}>", text, re.S)
-    return m.group(1) if m else None
-
-
 def _sentences(text: str) -> list[str]:
     parts = re.split(r"(?<=[.!?])\s+|\n+", text)
     return [p.strip() for p in parts if p.strip()]
-
-
-def template_class(prompt: str) -> str | None:
-    m = re.search(r'<template class="([^"]+)">', prompt)
-    return m.group(1) if m else None
 
 
 def field_hints(prompt: str) -> dict[str, str]:
@@ -203,10 +197,6 @@ def parse(schema: dict[str, Any], prompt: str) -> dict[str, Any]:
     defs, hints = schema.get("$defs", {}), field_hints(prompt)
     return {name: fill(prop, defs, _hint(name, prop, hints), response, question)
             for name, prop in schema.get("properties", {}).items()}
-
-
-def is_parse(title: str, prompt: str) -> bool:
-    return "Parse" in title or (bool(title) and title == template_class(prompt))
 
 
 # --- the other replies --------------------------------------------------------------------------

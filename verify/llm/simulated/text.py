@@ -1,0 +1,44 @@
+"""Text helpers shared by the simulated judge's modules (``brain`` and ``template_brain``)."""
+
+from __future__ import annotations
+
+import re
+
+STOP = set(
+    "the a an and or of to in on for with is are was were be been by as at that this it its from "
+    "which who whom whose what when where how why does do did not no response answer question trait "
+    "should must provide provides includes include contains contain mentions mention any all each "
+    "well clear more most very than then there their they them these those into about over under".split()
+)
+
+
+def tag(text: str, name: str) -> str | None:
+    """The content of the first ``<name ...>...</name>`` block of ``text``, or None."""
+    m = re.search(rf"<{name}(?: [^>]*)?>(.*?)</{name}>", text, re.S)
+    return m.group(1) if m else None
+
+
+def words(text: str) -> list[str]:
+    """Content words: lower-cased, longer than two letters, not in :data:`STOP`."""
+    return [w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2 and w not in STOP]
+
+
+def overlap(criterion: str, text: str) -> float:
+    """Share of the criterion's content words (5-letter stems) found in the text."""
+    wanted = {w[:5] for w in words(criterion)}
+    if not wanted:
+        return 0.0
+    have = {w[:5] for w in words(text)}
+    return len(wanted & have) / len(wanted)
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences (and lines) of ``text`` that are at least 12 characters long."""
+    parts = re.split(r"(?<=[.!?])\s+|\n+", text)
+    return [p.strip() for p in parts if len(p.strip()) >= 12]
+
+
+def fabricate(text: str) -> str:
+    """An altered quote: numbers changed, a word invented, so validation must reject it."""
+    changed = re.sub(r"\d+", lambda m: str(int(m.group()) + 7), text)
+    return f"Reportedly, {changed.rstrip('.')} according to an unnamed 2019 review."

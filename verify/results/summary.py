@@ -1,0 +1,111 @@
+"""The run summary: pass rate, failures, calls, tokens and cost per model and per trait.
+
+Aggregated one result at a time, so a long run never holds every result for it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from verify.results.models import VerificationResult
+
+__all__ = ["Summary", "TraitTally"]
+
+
+@dataclass
+class TraitTally:
+    scored: int = 0
+    unscored: int = 0
+    auto_failed: int = 0
+    total: float = 0.0
+    normalised_total: float = 0.0
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.scored if self.scored else None
+
+
+@dataclass
+class Summary:
+    """Aggregates updated one result at a time."""
+
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    by_model: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    by_trait: dict[str, TraitTally] = field(default_factory=lambda: defaultdict(TraitTally))
+    failure_categories: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    model_calls: int = 0
+    cached_calls: int = 0
+    tokens: int = 0
+    dj_traits: int = 0
+    dj_excerpts: int = 0
+    dj_rejected: int = 0
+    dj_retries: int = 0
+    dj_without_evidence: int = 0
+    dj_high_risk: int = 0
+    prices: dict[str, dict[str, float]] | None = None
+    cost_usd: float = 0.0
+    unpriced_models: set[str] = field(default_factory=set)
+
+    def _cost(self, model: str, input_tokens: int, output_tokens: int) -> float:
+        price = (self.prices or {}).get(model)
+        if price is None:
+            self.unpriced_models.add(model)
+            return 0.0
+        per_in, per_out = price.get("input_per_million", 0.0), price.get("output_per_million", 0.0)
+        return (input_tokens * per_in + output_tokens * per_out) / 1e6
+
+    def add(self, result: VerificationResult) -> None:
+        self.total += 1
+        meta = result.metadata
+        key = f"{meta.answering.display} / {meta.parsing.display}"
+        self.by_model[key][1] += 1
+        if result.passed:
+            self.passed += 1
+            self.by_model[key][0] += 1
+        else:
+            self.failed += 1
+        if meta.errors:
+            self.errors += 1
+        if meta.failure:
+            self.failure_categories[meta.failure.category] += 1
+        if result.template and "total" in result.template.usage_metadata:
+            usage = result.template.usage_metadata["total"]
+            self.model_calls += usage.calls - usage.cached_calls
+            self.cached_calls += usage.cached_calls
+            self.tokens += usage.total_tokens
+            if self.prices is not None:
+                # Cached calls cost nothing; answer tokens are priced as the answering model's.
+                for stage, u in result.template.usage_metadata.items():
+                    if stage == "total" or u.calls == u.cached_calls:
+                        continue
+                    live = (u.calls - u.cached_calls) / u.calls
+                    model = meta.answering.model_name if stage == "answer_generation" else meta.parsing.model_name
+                    self.cost_usd += live * self._cost(model, u.input_tokens, u.output_tokens)
+        dj = result.deep_judgment_rubric
+        if dj is not None:
+            self.dj_traits += dj.total_traits_evaluated
+            self.dj_excerpts += sum(len(v) for v in dj.extracted_rubric_excerpts.values())
+            self.dj_rejected += sum(len(m.rejected_excerpts) for m in dj.trait_metadata.values())
+            self.dj_retries += dj.total_excerpt_retries
+            self.dj_without_evidence += len(dj.traits_without_valid_excerpts)
+            risks = dj.rubric_hallucination_risk_assessment or {}
+            self.dj_high_risk += sum(1 for r in risks.values() if r.overall_risk in ("medium", "high"))
+        if result.rubric:
+            for name, outcome in result.rubric.trait_status.items():
+                tally = self.by_trait[name]
+                if outcome.status == "scored":
+                    if outcome.score is not None:
+                        tally.scored += 1
+                        tally.total += float(outcome.score)
+                elif outcome.status == "auto_failed":
+                    tally.auto_failed += 1
+                elif outcome.status == "unscored":
+                    tally.unscored += 1
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.total if self.total else 0.0

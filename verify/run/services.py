@@ -1,0 +1,97 @@
+"""What a run shares between its tasks: one live model per model config, the response cache, the
+concurrency limits and the search ports. Built before any task runs, closed when the run ends."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from verify.errors import ConfigError
+from verify.llm.ports import ChatModel, Search
+from verify.run.tasks import canonical
+
+if TYPE_CHECKING:
+    from verify.config.models import ModelConfig
+    from verify.config.verification import VerificationConfig
+    from verify.llm.cache import ResponseCache
+
+__all__ = ["AdapterFactory", "Services", "search_port"]
+
+#: Builds the innermost model (the adapter) for a model config; the run always wraps it in the
+#: same cache -> retry -> limit chain as the adapters verify builds itself.
+AdapterFactory = Callable[["ModelConfig"], ChatModel]
+
+
+def search_port(tool: Any, cache: ResponseCache | None) -> Search:
+    """The search for ``tool`` ("tavily", "simulated" or a callable), with results cached."""
+    from verify.llm.adapters.tavily import make_search
+    from verify.llm.cache import CachedSearch
+
+    tool_id = tool if isinstance(tool, str) else getattr(tool, "__qualname__", repr(tool))
+    # API keys are read here, at the edge, never inside the config model.
+    return CachedSearch(make_search(tool, api_key=os.environ.get("TAVILY_API_KEY")), cache, tool_id=tool_id)
+
+
+class Services:
+    """One live model per model config, built on first use and shared by all tasks."""
+
+    def __init__(
+        self, config: VerificationConfig, cache_dir: Path | None, adapter_factory: AdapterFactory | None
+    ) -> None:
+        self.config = config
+        self.adapter_factory = adapter_factory
+        self.built: dict[str, ChatModel] = {}
+        self.cache: ResponseCache | None = None
+        if cache_dir is not None:
+            from verify.llm.cache import ResponseCache
+
+            try:
+                self.cache = ResponseCache(Path(cache_dir) / "responses.sqlite")
+            except OSError as exc:
+                raise ConfigError(
+                    f"cache folder {cache_dir}: {exc.strerror or exc}", "pass another --cache-dir, or --no-cache"
+                ) from None
+        limit = config.max_concurrent_requests
+        self.limiter = asyncio.Semaphore(limit) if limit else None
+
+    def model(self, model: ModelConfig) -> ChatModel | None:
+        """The live model of ``model`` (``None`` for the manual interface, which only replays)."""
+        key = canonical(model)
+        if key not in self.built:
+            if model.interface == "manual":
+                return None
+            from verify.llm.build import build_model
+
+            self.built[key] = build_model(
+                model, cache=self.cache, limiter=self.limiter, policy=self.config.retry_policy,
+                request_timeout=self.config.request_timeout, adapter_factory=self.adapter_factory,
+                error_patterns=self.config.custom_error_patterns,
+            )
+        return self.built[key]
+
+    def rubric_search(self) -> Search:
+        return search_port(self.config.deep_judgment_rubric_search_tool, self.cache)
+
+    def template_search(self) -> Search | None:
+        """The search for template deep judgment (``deep_judgment_search_tool``), when it may run."""
+        config = self.config
+        if not config.template_enabled or config.deep_judgment_mode != "full" or not config.deep_judgment_search_enabled:
+            return None
+        return search_port(config.deep_judgment_search_tool, self.cache)
+
+    async def close(self) -> None:
+        """Close the HTTP clients of the adapters verify built, and the cache."""
+        for built in self.built.values():
+            layer: Any = built
+            while layer is not None:  # walk the wrapper chain down to the adapter
+                if self.adapter_factory is not None and getattr(layer, "inner", None) is None:
+                    break  # an injected adapter belongs to the caller
+                closer = getattr(layer, "aclose", None)
+                if closer is not None:
+                    await closer()
+                layer = getattr(layer, "inner", None)
+        if self.cache is not None:
+            self.cache.close()
