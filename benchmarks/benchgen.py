@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from verify.benchmark.jsonld import Benchmark, Question
+from verify.benchmark.jsonld import Benchmark
+from verify.benchmark.question import Question
 from verify.benchmark.traits import LLMTrait, RegexTrait, Rubric
 from verify.config.models import ModelConfig
 from verify.config.verification import VerificationConfig

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from verify.benchmark.jsonld import Question
+from verify.benchmark.question import Question
 from verify.benchmark.traits import Rubric
 from verify.config.models import ModelConfig
 from verify.config.verification import VerificationConfig

@@ -12,14 +12,8 @@ from typing import Any
 
 import pytest
 
-from verify.benchmark.jsonld import (
-    Benchmark,
-    Question,
-    generate_question_id,
-    generate_template_id,
-    load_benchmark,
-    save_benchmark,
-)
+from verify.benchmark.jsonld import Benchmark, load_benchmark, save_benchmark
+from verify.benchmark.question import Question, generate_question_id, generate_template_id
 from verify.benchmark.traits import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait, Rubric
 from verify.errors import BenchmarkError
 

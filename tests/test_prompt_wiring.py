@@ -22,7 +22,8 @@ import pytest
 from fakes import SIM_ANSWERER, SIM_JUDGE, ScriptedModel, honest, prompt_of
 from test_templates import CAPITAL
 
-from verify.benchmark.jsonld import Benchmark, Question
+from verify.benchmark.jsonld import Benchmark
+from verify.benchmark.question import Question
 from verify.benchmark.traits import LLMTrait, MetricTrait, Rubric, Trait
 from verify.config.models import DEFAULT_ANSWERING_SYSTEM_PROMPT, ModelConfig
 from verify.config.prompts import FewShotConfig, PromptConfig, PromptTask

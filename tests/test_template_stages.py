@@ -14,7 +14,8 @@ import pytest
 from fakes import SIM_ANSWERER, SIM_JUDGE, ScriptedModel, honest, prompt_of
 from test_templates import CAPITAL, KARENINA, RIGHT, bench, run, sim_config
 
-from verify.benchmark.jsonld import Question, load_benchmark
+from verify.benchmark.jsonld import load_benchmark
+from verify.benchmark.question import Question
 from verify.config.preset import load_preset
 from verify.config.verification import VerificationConfig
 from verify.errors import ModelError

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from fakes import SIM_ANSWERER, SIM_JUDGE
 
-from verify.benchmark.jsonld import Benchmark, Question, load_benchmark
+from verify.benchmark.jsonld import Benchmark, load_benchmark
+from verify.benchmark.question import Question
 from verify.config.verification import VerificationConfig
 from verify.results.models import VerificationResult
 from verify.run.runner import run_verification

@@ -3,7 +3,8 @@
 Reads karenina checkpoints and presets; see README.md.
 """
 
-from verify.benchmark.jsonld import Benchmark, Question, load_benchmark, save_benchmark
+from verify.benchmark.jsonld import Benchmark, load_benchmark, save_benchmark
+from verify.benchmark.question import Question
 from verify.config.deep_judgment import DeepJudgmentRubricCustomConfig, DeepJudgmentTraitConfig
 from verify.config.models import ModelConfig
 from verify.config.preset import load_preset, save_preset

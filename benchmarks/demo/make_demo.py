@@ -9,7 +9,8 @@ import base64
 import json
 from pathlib import Path
 
-from verify.benchmark.jsonld import Benchmark, Question, save_benchmark
+from verify.benchmark.jsonld import Benchmark, save_benchmark
+from verify.benchmark.question import Question
 from verify.benchmark.traits import CallableTrait, LLMTrait, MetricTrait, RegexTrait, Rubric
 
 HERE = Path(__file__).parent

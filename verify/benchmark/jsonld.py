@@ -13,21 +13,18 @@ from __future__ import annotations
 
 import copy
 import difflib
-import hashlib
 import json
-import textwrap
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from verify.benchmark.problems import Problems, build_model
+from verify.benchmark.question import Question, generate_question_id, now_iso
 from verify.benchmark.ratings import (
     AnyTrait,
-    Problems,
     Scope,
-    build_model,
     check_unique_names,
     decode_legacy,
     decode_ratings,
@@ -65,68 +62,6 @@ _FEED_KEYS = {"@type", "@id", "dateCreated", "dateModified", "item", "keywords"}
 _ITEM_KEYS = {"@type", "@id", "text", "acceptedAnswer", "hasPart", "rating", "additionalProperty", "keywords"}
 
 
-def _now() -> str:
-    return datetime.now().isoformat()
-
-
-def generate_question_id(text: str) -> str:
-    """karenina's id for a question without ``@id``: ``urn:uuid:question-<slug>-<md5[:8]>``."""
-    digest = hashlib.md5(text.encode("utf-8")).hexdigest()
-    slug = text.lower().replace(" ", "-").replace("?", "").replace(".", "").replace(",", "")[:50]
-    return f"urn:uuid:question-{slug}-{digest[:8]}"
-
-
-def generate_template_id(template_code: str | None) -> str:
-    """md5 of the normalised template (32 hex chars), or ``"no_template"`` when it is empty."""
-    code = textwrap.dedent(template_code or "").replace("\r\n", "\n").replace("\r", "\n")
-    code = "\n".join(line.rstrip() for line in code.split("\n")).strip()
-    return hashlib.md5(code.encode("utf-8")).hexdigest()[:32] if code else "no_template"
-
-
-class Question(BaseModel):
-    """One benchmark question (a schema.org ``DataFeedItem`` wrapping a ``Question``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(description="The DataFeedItem @id (generated from the text when absent).")
-    text: str
-    raw_answer: str = Field(description="The reference answer (acceptedAnswer.text).")
-    template_code: str = Field(default="", description="Answer template source (hasPart.text); may be empty.")
-    template_name: str | None = Field(default=None, description="hasPart.name; a default is written if None.")
-    template_language: str = "Python"
-    template_repository: str | None = None
-    keywords: list[str] = Field(default_factory=list)
-    finished: bool = False
-    author: dict[str, Any] | str | None = None
-    sources: list[Any] | None = None
-    few_shot_examples: list[dict[str, Any]] | None = None
-    answer_notes: str | None = None
-    workspace_path: str | None = None
-    custom_metadata: dict[str, Any] = Field(default_factory=dict)
-    rubric: Rubric | None = Field(default=None, description="Question-specific traits.")
-    dynamic_rubric: Rubric | None = Field(default=None, description="Question-specific dynamic traits.")
-    date_created: str = Field(default_factory=_now)
-    date_modified: str = Field(default_factory=_now)
-    item_node_id: str | None = Field(default=None, description="item.@id, kept for round trips.")
-    answer_node_id: str | None = Field(default=None, description="acceptedAnswer.@id.")
-    template_node_id: str | None = Field(default=None, description="hasPart.@id.")
-    ignored_ratings: list[dict[str, Any]] = Field(
-        default_factory=list, description="Global-typed ratings inside the question; karenina ignores them."
-    )
-    extra_properties: list[dict[str, Any]] = Field(default_factory=list)
-    extra_item_keys: dict[str, Any] = Field(default_factory=dict)
-    extra_feed_keys: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def question_hash(self) -> str:
-        """md5 of the text: karenina's key for manual traces."""
-        return hashlib.md5(self.text.encode("utf-8")).hexdigest()
-
-    @property
-    def template_id(self) -> str:
-        return generate_template_id(self.template_code)
-
-
 class Benchmark(BaseModel):
     """A benchmark: metadata, a global rubric and the questions."""
 
@@ -137,8 +72,8 @@ class Benchmark(BaseModel):
     version: str | None = None
     creator: str | dict[str, Any] | None = None
     id: str | None = Field(default_factory=lambda: f"urn:uuid:karenina-checkpoint-{time.time()}")
-    date_created: str = Field(default_factory=_now)
-    date_modified: str = Field(default_factory=_now)
+    date_created: str = Field(default_factory=now_iso)
+    date_modified: str = Field(default_factory=now_iso)
     global_rubric: Rubric | None = None
     global_dynamic_rubric: Rubric | None = None
     questions: list[Question] = Field(default_factory=list)
@@ -243,7 +178,7 @@ def save_benchmark(benchmark: Benchmark, path: str | Path, *, update_modified: b
     """
     path = Path(path)
     if update_modified:
-        benchmark.date_modified = _now()
+        benchmark.date_modified = now_iso()
     text = json.dumps(benchmark.to_jsonld(), indent=2, ensure_ascii=False) + "\n"
     try:
         write_atomic(path, text)

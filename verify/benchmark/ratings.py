@@ -16,16 +16,15 @@ import json
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
+from verify.benchmark.problems import Problems, build_model
 from verify.benchmark.traits import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait
-from verify.errors import validation_lines
 
 Scope = Literal["global", "question"]
 AnyTrait = LLMTrait | RegexTrait | CallableTrait | MetricTrait | AgenticTrait
 
 PREFIX = "karenina:"
-MAX_PROBLEMS = 10
 # additionalType suffix (after Global / QuestionSpecific) -> trait family
 FAMILIES: dict[str, str] = {
     "RubricTrait": "llm", "LLMRubricTrait": "llm", "RegexTrait": "regex", "CallableTrait": "callable",
@@ -49,38 +48,6 @@ _KNOWN_PROPS: dict[str, frozenset[str]] = {
     "metric": frozenset({*_COMMON, "metrics", "repeated_extraction", "evaluation_mode", "tp_instructions",
                          "tn_instructions"}),
 }
-
-
-class Problems:
-    """Collects located one-line problems; keeps the first :data:`MAX_PROBLEMS` and counts the rest."""
-
-    def __init__(self, limit: int = MAX_PROBLEMS) -> None:
-        self.items: list[str] = []
-        self.dropped = 0
-        self._limit = limit
-
-    @property
-    def count(self) -> int:
-        return len(self.items) + self.dropped
-
-    def add(self, where: str, message: str) -> None:
-        if len(self.items) < self._limit:
-            self.items.append(f"{where}: {message}")
-        else:
-            self.dropped += 1
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
-
-def build_model(cls: type[BaseModel], data: dict[str, Any], where: str, problems: Problems) -> Any:
-    """``cls.model_validate(data)``; a ValidationError becomes located problems and None."""
-    try:
-        return cls.model_validate(data)
-    except ValidationError as exc:
-        for line in validation_lines(exc, root=cls):
-            problems.add(where, line)
-        return None
 
 
 def parse_type(value: Any) -> tuple[Scope, str] | None:
@@ -241,12 +208,16 @@ def decode_trait(rating: dict[str, Any], family: str, where: str, problems: Prob
     if values.get("classes") is not None and family in ("llm", "callable"):
         values["classes"] = json_value(values["classes"], dict, "classes", where, problems)
     decode = {"llm": _llm_fields, "callable": _callable_fields, "metric": _metric_fields,
-              "agentic": _agentic_fields}.get(family, lambda values, bounds, where, problems: values)
+              "agentic": _agentic_fields}.get(family, _as_is)
     data.update(decode(values, _Bounds(*bounds), where, problems))
     if problems.count > start:
         return None
     trait: AnyTrait | None = build_model(_CLASSES[family], data, where, problems)
     return trait
+
+
+def _as_is(values: dict[str, Any], bounds: _Bounds, where: str, problems: Problems) -> dict[str, Any]:
+    return values
 
 
 def _fill_scores(values: dict[str, Any], bounds: _Bounds, where: str, problems: Problems) -> None:

@@ -124,7 +124,7 @@ def verdict_schema(trait: LLMTrait) -> type[BaseModel]:
 # schema, cached per class by verify.llm.structured) costs about a millisecond per score call otherwise.
 @functools.lru_cache(maxsize=256)
 def _numeric_schema(lo: int | None, hi: int | None) -> type[BaseModel]:
-    return create_model(  # type: ignore[no-any-return, call-overload]
+    return create_model(
         "SingleNumericScore", score=(int, Field(ge=lo, le=hi, description=f"integer {lo}..{hi}"))
     )
 

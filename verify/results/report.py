@@ -14,7 +14,8 @@ from verify.config.deep_judgment import resolve_trait
 from verify.run.pipeline import FINALIZE, plan
 
 if TYPE_CHECKING:
-    from verify.benchmark.jsonld import Benchmark, Question
+    from verify.benchmark.jsonld import Benchmark
+    from verify.benchmark.question import Question
     from verify.config.verification import VerificationConfig
     from verify.run.runner import RunOutcome
 

@@ -33,7 +33,8 @@ from verify.stages import Stage
 from verify.templates.time_limit import DEFAULT_CODE_TIME_LIMIT
 
 if TYPE_CHECKING:
-    from verify.benchmark.jsonld import Benchmark, Question
+    from verify.benchmark.jsonld import Benchmark
+    from verify.benchmark.question import Question
     from verify.config.verification import VerificationConfig
 
 __all__ = ["RunOptions", "RunOutcome", "run_async", "run_header", "run_verification"]

@@ -21,7 +21,7 @@ from verify.results.models import (
 from verify.templates.time_limit import DEFAULT_CODE_TIME_LIMIT
 
 if TYPE_CHECKING:
-    from verify.benchmark.jsonld import Question
+    from verify.benchmark.question import Question
     from verify.config.models import ModelConfig
     from verify.config.verification import VerificationConfig
     from verify.llm.ports import Search

@@ -11,7 +11,8 @@ from verify.errors import ConfigError
 from verify.run.state import Task
 
 if TYPE_CHECKING:
-    from verify.benchmark.jsonld import Benchmark, Question
+    from verify.benchmark.jsonld import Benchmark
+    from verify.benchmark.question import Question
     from verify.config.models import ModelConfig
     from verify.config.verification import VerificationConfig
 

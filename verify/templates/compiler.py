@@ -335,7 +335,7 @@ def _relaxed(cls: type[BaseAnswer]) -> type[BaseModel]:
         if name in EXCLUDED_FIELDS:
             continue
         fields[name] = (Optional[info.annotation], Field(default=None, description=info.description))  # noqa: UP045
-    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    model: type[BaseModel] = create_model(
         cls.__name__, __config__=ConfigDict(extra="ignore"), **fields
     )
     return model

@@ -41,8 +41,22 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from verify.errors import ModelSetupError
-from verify.llm.ports import PURPOSE_HEADER, ChatReply, ChatRequest, Message, Usage
+from verify.llm.adapters.langchain_messages import (
+    endpoint_url,
+    finish_reason_of,
+    json_object_of,
+    message_text,
+    new_openai_async_client,
+    own_anthropic_client,
+    reply_from_finish_error,
+    schema_name,
+    secret_value,
+    to_langchain,
+    usage_of,
+)
+from verify.llm.ports import PURPOSE_HEADER, ChatReply, ChatRequest
 from verify.llm.resilience import classify_error, redact
+from verify.llm.structured import is_truncated
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -75,92 +89,6 @@ _KEY_ENV = {
     "cohere": "COHERE_API_KEY",
 }
 _PIP_PACKAGE = re.compile(r"pip install (?:-U )?([A-Za-z0-9_.\-\[\]]+)")
-_TRUNCATED = frozenset({"length", "max_tokens", "max_output_tokens"})
-
-
-def _secret(value: Any) -> str | None:
-    if value is None:
-        return None
-    getter = getattr(value, "get_secret_value", None)
-    text = getter() if callable(getter) else str(value)
-    return text or None
-
-
-def _endpoint_url(base_url: str, mode: str | None) -> str:
-    url = base_url.rstrip("/")
-    if mode == "raw" or url.endswith("/v1"):
-        return url
-    return url + "/v1"
-
-
-def _schema_name(schema: Mapping[str, Any]) -> str:
-    title = str(schema.get("title") or "reply")
-    name = re.sub(r"[^A-Za-z0-9_-]", "_", title)[:64]
-    return name or "reply"
-
-
-def _to_langchain(messages: tuple[Message, ...]) -> list[BaseMessage]:
-    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-
-    classes = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
-    return [classes[m.role](content=m.content) for m in messages]
-
-
-def _message_text(message: Any) -> str:
-    content = getattr(message, "content", message)
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-        return "".join(parts)
-    return "" if content is None else str(content)
-
-
-def _usage(message: Any) -> Usage:
-    meta = getattr(message, "usage_metadata", None) or {}
-    return Usage(int(meta.get("input_tokens") or 0), int(meta.get("output_tokens") or 0))
-
-
-def _finish_reason(message: Any) -> str | None:
-    meta = getattr(message, "response_metadata", None) or {}
-    for key in ("finish_reason", "stop_reason", "done_reason"):
-        value = meta.get(key)
-        if value:
-            return str(value)
-    return None
-
-
-def _new_openai_async_client() -> Any:
-    import openai
-
-    return openai.DefaultAsyncHttpxClient()
-
-
-def _own_anthropic_client(llm: Any) -> Any:
-    """Give a ChatAnthropic its own async client instead of the process-wide cached one."""
-    try:
-        import anthropic
-
-        params = dict(llm._client_params)
-        http = anthropic.DefaultAsyncHttpxClient(base_url=params["base_url"])
-        llm.__dict__["_async_client"] = anthropic.AsyncClient(**params, http_client=http)
-        return http
-    except Exception as exc:  # noqa: BLE001 - the shared client still works within one event loop
-        log.debug("could not give ChatAnthropic its own HTTP client: %s", exc)
-        return None
-
-
-def _json_object(text: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text)
-    except (TypeError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
 
 
 class LangChainModel:
@@ -189,8 +117,8 @@ class LangChainModel:
                     f"model {config.id!r}: interface openai_endpoint needs endpoint_base_url",
                     "set endpoint_base_url to the server's URL, e.g. http://localhost:8000/v1",
                 )
-            base_url = _endpoint_url(config.endpoint_base_url, base_url_mode)
-            kwargs["api_key"] = _secret(config.endpoint_api_key) or extra.pop("api_key", None) or "none"
+            base_url = endpoint_url(config.endpoint_base_url, base_url_mode)
+            kwargs["api_key"] = secret_value(config.endpoint_api_key) or extra.pop("api_key", None) or "none"
         elif interface == "openrouter":
             provider = "openai"
             base_url = OPENROUTER_BASE_URL
@@ -204,7 +132,7 @@ class LangChainModel:
                 )
             if provider == "anthropic":
                 base_url = config.anthropic_base_url or extra.pop("base_url", None)
-                key = _secret(config.anthropic_api_key) or extra.pop("api_key", None)
+                key = secret_value(config.anthropic_api_key) or extra.pop("api_key", None)
                 if key is None and base_url is None:
                     key = self._require_env(env, "ANTHROPIC_API_KEY")
                 if key is not None:
@@ -286,10 +214,10 @@ class LangChainModel:
         kwargs = dict(kwargs)
         own_client = provider in ("openai", "azure_openai") and "http_async_client" not in kwargs
         if own_client:
-            kwargs["http_async_client"] = _new_openai_async_client()
+            kwargs["http_async_client"] = new_openai_async_client()
             self._http_clients.append(kwargs["http_async_client"])
         try:
-            llm = init_chat_model(model_name, model_provider=provider, **kwargs)
+            llm: BaseChatModel = init_chat_model(model_name, model_provider=provider, **kwargs)
         except ImportError as exc:
             match = _PIP_PACKAGE.search(str(exc))
             package = match.group(1).rstrip(".`'\"") if match else f"langchain-{provider.replace('_', '-')}"
@@ -312,7 +240,7 @@ class LangChainModel:
                 f"model {self.config.id!r}: cannot build the {provider} chat model: {redact(text, 300)}"
             ) from exc
         if provider == "anthropic":
-            http = _own_anthropic_client(llm)
+            http = own_anthropic_client(llm)
             if http is not None:
                 self._http_clients.append(http)
         return llm
@@ -386,7 +314,7 @@ class LangChainModel:
         method = self.structured_method
         if method == "none" or self.native_disabled:
             return None
-        name = _schema_name(schema)
+        name = schema_name(schema)
         if method == "function_calling":
             tool = {
                 "type": "function",
@@ -408,7 +336,7 @@ class LangChainModel:
         return llm.with_structured_output(schema, method=method, include_raw=True)
 
     async def complete(self, request: ChatRequest) -> ChatReply:
-        messages = _to_langchain(request.messages)
+        messages = to_langchain(request.messages)
         started = time.perf_counter()
         llm = self._llm_for_loop()
         kwargs = self._call_kwargs(request)
@@ -419,7 +347,7 @@ class LangChainModel:
         try:
             result = await self._invoke(native, messages, kwargs)
         except Exception as exc:
-            reply = self._from_finish_error(exc, started)
+            reply = reply_from_finish_error(exc, started, self.model_id)
             if reply is not None:
                 return reply
             if not self._is_unsupported(exc):
@@ -443,10 +371,10 @@ class LangChainModel:
         if calls:
             args = calls[0].get("args")
             return args if isinstance(args, dict) else None
-        return _json_object(_message_text(message).strip())
+        return json_object_of(message_text(message).strip())
 
     def _reply(self, message: Any, parsed: dict[str, Any] | None, started: float) -> ChatReply:
-        text = _message_text(message)
+        text = message_text(message)
         calls = getattr(message, "tool_calls", None) or []
         invalid = getattr(message, "invalid_tool_calls", None) or []
         if calls and parsed is not None:
@@ -455,38 +383,17 @@ class LangChainModel:
             text = json.dumps(calls[0].get("args"), ensure_ascii=False, default=str)
         elif invalid and not text.strip():
             text = str(invalid[0].get("args") or "")
-        finish = _finish_reason(message)
-        if (finish or "").lower() in _TRUNCATED:
+        finish = finish_reason_of(message)
+        if is_truncated(finish):
             parsed = None  # a cut-off reply may still parse; never trust it
         return ChatReply(
             text=text,
             parsed=parsed,
-            usage=_usage(message),
+            usage=usage_of(message),
             latency_s=time.perf_counter() - started,
             finish_reason=finish,
             model=self.model_id,
         )
-
-    def _from_finish_error(self, exc: Exception, started: float) -> ChatReply | None:
-        """OpenAI's ``parse()`` raises on finish_reason length / content_filter: return the text."""
-        name = type(exc).__name__
-        if name not in ("LengthFinishReasonError", "ContentFilterFinishReasonError"):
-            return None
-        completion = getattr(exc, "completion", None)
-        text = ""
-        usage = Usage()
-        try:
-            text = completion.choices[0].message.content or ""  # type: ignore[union-attr]
-            raw_usage = completion.usage  # type: ignore[union-attr]
-            if raw_usage is not None:
-                usage = Usage(int(raw_usage.prompt_tokens or 0), int(raw_usage.completion_tokens or 0))
-        except (AttributeError, IndexError, TypeError):
-            pass
-        finish = "length" if name == "LengthFinishReasonError" else "content_filter"
-        return ChatReply(
-            text=text, parsed=None, usage=usage, latency_s=time.perf_counter() - started,
-            finish_reason=finish, model=self.model_id,
-        )  # fmt: skip
 
     def _is_unsupported(self, exc: Exception) -> bool:
         """A native-structured-output failure that a plain call may avoid (not a transport error)."""

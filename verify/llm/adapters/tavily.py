@@ -85,7 +85,7 @@ class TavilySearch:
                 try:
                     response = await client.search(
                         query,
-                        search_depth=self.search_depth,  # type: ignore[arg-type]
+                        search_depth=self.search_depth,
                         max_results=self.max_results,
                         timeout=self.timeout,
                     )
@@ -106,7 +106,7 @@ class TavilySearch:
         if isinstance(retry_after, int | float) and retry_after >= 0:
             return min(float(retry_after), _MAX_RETRY_AFTER_S)
         base = min(self.backoff_s * 2 ** (attempt - 1), self.max_backoff_s)
-        return base * random.uniform(0.5, 1.0)
+        return float(base * random.uniform(0.5, 1.0))
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._api_key, "[redacted]")

@@ -34,15 +34,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from verify.llm.ports import PURPOSE_HEADER, Message, Purpose, Role
+from verify.llm.ports import PURPOSE_HEADER
 from verify.llm.simulated import brain
+from verify.llm.simulated.wire import (
+    BadRequest,
+    is_json_text,
+    purpose_from_header,
+    request_messages,
+    stream_pieces,
+    wanted_reply,
+)
 
-_ROLES: dict[str, Role] = {
-    "system": "system",
-    "developer": "system",
-    "user": "user",
-    "assistant": "assistant",
-}
 _ERROR_TYPES = {
     400: ("invalid_request_error", None),
     401: ("invalid_request_error", "invalid_api_key"),
@@ -66,23 +68,6 @@ class ServerOptions:
     seed: int = 0
     retry_after_ms: float | None = 10.0
     record: bool = True
-
-
-@dataclass(frozen=True)
-class _Wanted:
-    """What the request asks for: a schema (or None), JSON or not, and the tool to call if any."""
-
-    schema: dict[str, Any] | None
-    json_only: bool
-    tool: str | None
-    forced: bool
-
-
-class _Fail(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 class SimulatedServer:
@@ -190,7 +175,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             self._chat(raw, body)
-        except _Fail as fail:
+        except BadRequest as fail:
             self._send_error(fail.status, fail.message)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client went away mid-reply
@@ -213,27 +198,27 @@ class _Handler(BaseHTTPRequestHandler):
         sim = self.server.sim
         opts = sim.options
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
-            raise _Fail(400, "'messages' must be a non-empty list")
+            raise BadRequest(400, "'messages' must be a non-empty list")
         index, digest, seen = sim._next_attempt(raw)
         rng = random.Random(f"{opts.seed}|{digest}|{seen}")
         draw_429, draw_500, draw_truncate = rng.random(), rng.random(), rng.random()
         if opts.latency_ms > 0:
             time.sleep(opts.latency_ms / 1000)
         if index < opts.fail_first:
-            raise _Fail(opts.fail_status, f"simulated failure {index + 1} of the first {opts.fail_first}")
+            raise BadRequest(opts.fail_status, f"simulated failure {index + 1} of the first {opts.fail_first}")
         if draw_429 < opts.rate_429:
-            raise _Fail(429, "Rate limit reached for simulated-judge (simulated)")
+            raise BadRequest(429, "Rate limit reached for simulated-judge (simulated)")
         if draw_500 < opts.rate_500:
-            raise _Fail(500, "The server had an error while processing your request (simulated)")
+            raise BadRequest(500, "The server had an error while processing your request (simulated)")
 
-        messages = _messages(body["messages"])
-        wanted = _wanted(body)
+        messages = request_messages(body["messages"])
+        wanted = wanted_reply(body)
         faults = brain.Faults(
             malformed_json=opts.malformed_rate, fabricate_excerpts=opts.fabricate_rate, seed=opts.seed
         )
-        purpose = _purpose(self.headers.get(PURPOSE_HEADER))
+        purpose = purpose_from_header(self.headers.get(PURPOSE_HEADER))
         text = sim.reply(brain.SimulatedRequest(purpose, tuple(messages), wanted.schema, faults))
-        if wanted.json_only and wanted.schema is None and not _is_json(text):
+        if wanted.json_only and wanted.schema is None and not is_json_text(text):
             text = json.dumps({"content": text})
 
         finish = "stop" if wanted.tool is None or wanted.forced else "tool_calls"
@@ -321,108 +306,16 @@ class _Handler(BaseHTTPRequestHandler):
             function = {"name": call["function"]["name"], "arguments": ""}
             head = {"index": 0, "id": call["id"], "type": "function", "function": function}
             chunk({"tool_calls": [head]}, None)
-            for piece in _pieces(call["function"]["arguments"]):
+            for piece in stream_pieces(call["function"]["arguments"]):
                 chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}, None)
         else:
-            for piece in _pieces(message["content"]):
+            for piece in stream_pieces(message["content"]):
                 chunk({"content": piece}, None)
         chunk({}, finish)
         if usage is not None:
             chunk(None, None, usage=usage)
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
-
-
-def _pieces(text: str, size: int = 16) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _content_text(content: Any) -> str:
-    """OpenAI content is a string or a list of parts; keep the text parts."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in content]
-        return "".join(p for p in parts if isinstance(p, str))
-    return str(content)
-
-
-def _messages(raw: list[Any]) -> list[Message]:
-    """Chat messages -> ports.Message: developer -> system; tool results and calls become text."""
-    out: list[Message] = []
-    for item in raw:
-        if not isinstance(item, dict):
-            raise _Fail(400, "each message must be an object")
-        role = str(item.get("role", ""))
-        text = _content_text(item.get("content"))
-        if role == "assistant" and not text and item.get("tool_calls"):
-            text = "\n".join(str(c.get("function", {}).get("arguments", "")) for c in item["tool_calls"])
-        if role in ("tool", "function"):
-            out.append(Message("user", text))
-        elif role in _ROLES:
-            out.append(Message(_ROLES[role], text))
-        else:
-            raise _Fail(400, f"unsupported message role {role!r}")
-    return out
-
-
-def _purpose(header: str | None) -> Purpose | None:
-    """The request's purpose from the ``X-Verify-Purpose`` header (None without it)."""
-    if header is None or not header.strip():
-        return None
-    try:
-        return Purpose(header.strip())
-    except ValueError:
-        raise _Fail(400, f"unknown {PURPOSE_HEADER} {header!r}; one of {', '.join(Purpose)}") from None
-
-
-def _named(schema: Any, name: str | None) -> dict[str, Any] | None:
-    if not isinstance(schema, dict):
-        return None
-    if name and "title" not in schema:
-        return {"title": name, **schema}
-    return schema
-
-
-def _wanted(body: dict[str, Any]) -> _Wanted:
-    """Find the wanted reply: a forced (or only) tool, else response_format, else free text."""
-    tools = [
-        t for t in body.get("tools") or [] if isinstance(t, dict) and t.get("type", "function") == "function"
-    ]
-    choice = body.get("tool_choice")
-    if tools and choice != "none":
-        by_name = {t.get("function", {}).get("name"): t for t in tools}
-        forced_name = None
-        if isinstance(choice, dict):
-            forced_name = (choice.get("function") or {}).get("name") or choice.get("name")
-        if forced_name is not None and forced_name not in by_name:
-            raise _Fail(400, f"tool_choice names {forced_name!r}, which is not in 'tools'")
-        if forced_name is None and (len(tools) == 1 or choice in ("required", "any")):
-            forced_name = tools[0].get("function", {}).get("name")
-        if forced_name is not None:
-            function = by_name[forced_name].get("function", {})
-            schema = _named(function.get("parameters") or {"type": "object", "properties": {}}, forced_name)
-            return _Wanted(schema, True, forced_name, isinstance(choice, dict))
-    fmt = body.get("response_format")
-    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
-        spec = fmt.get("json_schema") or {}
-        schema = _named(spec.get("schema"), spec.get("name"))
-        if schema is None:
-            raise _Fail(400, "response_format.json_schema.schema must be an object")
-        return _Wanted(schema, True, None, False)
-    if isinstance(fmt, dict) and fmt.get("type") == "json_object":
-        return _Wanted(None, True, None, False)
-    return _Wanted(None, False, None, False)
 
 
 def start_server(
