@@ -24,13 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from verify.llm.ports import ChatModel, ChatReply, ChatRequest, Search, SearchHit, Usage
+from verify.llm.structured import TRUNCATED_FINISH_REASONS
 
 __all__ = ["CACHE_VERSION", "CachedModel", "ResponseCache", "cache_key"]
 
 log = logging.getLogger(__name__)
 
 CACHE_VERSION = 1
-_UNCACHEABLE_FINISH = frozenset({"length", "max_tokens", "content_filter", "error", "refusal"})
+# a truncated reply, or one the provider flagged, must be asked again next time
+_UNCACHEABLE_FINISH = TRUNCATED_FINISH_REASONS | {"content_filter", "error", "refusal"}
 
 
 def cache_key(model_id: str, request: ChatRequest) -> str:

@@ -29,7 +29,6 @@ from tavily.errors import TimeoutError as TavilyTimeoutError
 from verify.errors import ConfigError, ModelSetupError, SearchError
 from verify.llm.ports import Search, SearchHit
 
-SEARCH_TOOLS = ("tavily", "simulated")
 _MAX_RETRY_AFTER_S = 60.0
 
 
