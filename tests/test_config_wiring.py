@@ -215,14 +215,23 @@ def test_custom_error_patterns_decide_the_retry_category() -> None:
 def test_batch_timeout_stops_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     slow = config(parsing_models=[sim("judge", latency_ms=300)], async_max_workers=1, batch_timeout_seconds=0.5)
+    finished_all = len(load_benchmark(DEMO).questions)
     with pytest.raises(RunStopped, match="batch_timeout_seconds=0.5") as info:
         run_verification(load_benchmark(DEMO), slow, answers=answers(), output=out)
     assert "--resume" in (info.value.hint or "")
     progress = out.with_name(out.name + ".progress.jsonl")
     assert progress.exists() and not out.exists()
     done = [json.loads(line) for line in progress.read_text().splitlines() if line.strip()]
+    assert 0 < len(done) < finished_all and len(info.value.results) == len(done)
     finished = run_verification(load_benchmark(DEMO), config(), answers=answers(), output=out, resume=True)
     assert finished.resumed == len(done) and finished.summary.total == finished.tasks
+
+
+def test_batch_timeout_without_an_output_hands_back_what_finished() -> None:
+    slow = config(parsing_models=[sim("judge", latency_ms=300)], async_max_workers=1, batch_timeout_seconds=0.5)
+    with pytest.raises(RunStopped) as info:
+        run_verification(load_benchmark(DEMO), slow, answers=answers())
+    assert 0 < len(info.value.results) < len(load_benchmark(DEMO).questions)
 
 
 # --------------------------------------------------------------------------- the adapter-factory seam

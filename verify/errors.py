@@ -72,7 +72,14 @@ class PresetError(UserError):
 
 
 class RunStopped(UserError):
-    """The run stopped early (``batch_timeout_seconds``); finished tasks are saved for ``--resume``."""
+    """The run stopped early (``batch_timeout_seconds``); finished tasks are saved for ``--resume``.
+
+    ``results`` holds the results finished before the stop (as karenina's batch error does).
+    """
+
+    def __init__(self, message: str, hint: str | None = None, results: list[Any] | None = None) -> None:
+        super().__init__(message, hint)
+        self.results = results or []
 
 
 class ModelError(VerifyError):

@@ -165,13 +165,17 @@ def batch_rubric_prompt(question: str, response: str, traits: list[LLMTrait], re
     )
 
 
-def single_trait_prompt(question: str, response: str, trait: LLMTrait, reference: str | None) -> str:
+def verdict_request(trait: LLMTrait) -> str:
+    """The reply shape asked for one trait's verdict (boolean, class name or integer score)."""
     if trait.kind == "boolean":
-        ask = 'Return JSON: {"result": true|false}.'
-    elif trait.kind == "literal":
-        ask = 'Return JSON: {"classification": "<one class name>"}.'
-    else:
-        ask = f'Return JSON: {{"score": <integer from {trait.min_score} to {trait.max_score}>}}.'
+        return 'Return JSON: {"result": true|false}.'
+    if trait.kind == "literal":
+        return 'Return JSON: {"classification": "<one class name>"}.'
+    return f'Return JSON: {{"score": <integer from {trait.min_score} to {trait.max_score}>}}.'
+
+
+def single_trait_prompt(question: str, response: str, trait: LLMTrait, reference: str | None) -> str:
+    ask = verdict_request(trait)
     return (
         f"Evaluate the response against this trait.\n{context_block(question, response, reference)}\n"
         f"{render_trait(trait)}\n{ask}"
@@ -240,10 +244,5 @@ def reasoning_prompt(question: str, response: str, trait: LLMTrait, evidence: st
 
 
 def score_prompt(trait: LLMTrait, reasoning: str) -> str:
-    if trait.kind == "boolean":
-        ask = 'Return JSON: {"result": true|false}.'
-    elif trait.kind == "literal":
-        ask = 'Return JSON: {"classification": "<one class name>"}.'
-    else:
-        ask = f'Return JSON: {{"score": <integer from {trait.min_score} to {trait.max_score}>}}.'
+    ask = verdict_request(trait)
     return f"Given this reasoning, give the final verdict for the trait.\n{render_trait(trait)}\n<reasoning>{reasoning}</reasoning>\n{ask}"

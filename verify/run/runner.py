@@ -218,10 +218,14 @@ async def _run(
         for task in running:
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
+        if writer:
+            writer.close()  # flush what finished before reading it back
+        finished = list(latest_results(progress_file)) if progress_file else results
         raise RunStopped(
             f"the run reached batch_timeout_seconds={config.batch_timeout_seconds:g}: {resumed + ran} task(s) "
             f"finished" + (f" and are saved in {progress_file}" if progress_file else ""),
             "rerun with --resume (and the same --output) to finish the others, or raise batch_timeout_seconds",
+            results=finished,
         ) from None
     except BaseException:
         for task in running:  # one worker failed for good: stop the others before cleaning up
