@@ -362,7 +362,9 @@ def test_real_process_usage_error_exits_2(tmp_path: Path) -> None:
 def test_demo_run_writes_every_format(suffix: str, tmp_path: Path) -> None:
     result, out = run_demo(tmp_path, output=f"results{suffix}")
     assert_ok(result)
-    assert "tasks: 8 (resumed 0) | passed 8 | failed 0 | with errors 0 | pass rate 1.000" in result.stdout
+    assert "coverage: judged 44 of 44 evaluations (100.0%; by the judge 28 of 28, by code 16 of 16)" in result.stdout
+    assert ("tasks: 8 (resumed 0) | passed 8 | failed 0 | incomplete 0 | with errors 0 | pass rate 1.000"
+            in result.stdout)
     assert f"results: {out}" in result.stdout
     assert out.exists()
     assert not (tmp_path / f"results{suffix}.progress.jsonl").exists()
@@ -432,7 +434,7 @@ def test_cache_dir_serves_a_second_run(tmp_path: Path) -> None:
     assert_ok(first)
     assert_ok(second)
     assert (cache / "responses.sqlite").exists()
-    assert re.search(r"model calls: 0 live, [1-9]\d* from cache", second.stdout), second.stdout
+    assert re.search(r"model calls: 0 live \(0 HTTP attempts\), [1-9]\d* from cache", second.stdout), second.stdout
     scores = [[r["rubric"]["trait_status"] for r in load_results(tmp_path / n)] for n in ("first.json", "second.json")]
     assert scores[0] == scores[1]
 
@@ -458,7 +460,7 @@ def test_fabricated_excerpts_fail_every_task(tmp_path: Path) -> None:
     preset = judge_preset(tmp_path, "fabricating.json", fabricate_rate=1.0)
     result, out = run_demo(tmp_path, preset=preset)
     assert result.exit_code == 0, result.output  # the run completed; failing tasks are results, not errors
-    assert "passed 0 | failed 8 | with errors 0 | pass rate 0.000" in result.stdout
+    assert "passed 0 | failed 8 | incomplete 0 | with errors 0 | pass rate 0.000" in result.stdout
     assert f"failures: {DJ_FAIL} 8" in result.stdout
     assert "0 excerpts validated" in result.stdout and "26 without valid evidence" in result.stdout
     results = load_results(out)
@@ -691,3 +693,28 @@ def test_missing_api_key_fails_before_any_work(tmp_path: Path, monkeypatch: pyte
     assert result.exit_code == 1
     assert "OPENAI_API_KEY" in result.output and "hint:" in result.output
     assert not out.exists() and not Path(str(out) + ".progress.jsonl").exists()
+
+
+# --------------------------------------------------------------------------- coverage: exit 5
+
+
+def test_a_stub_judge_exits_5_and_nothing_passes(tmp_path: Path) -> None:
+    """A judge that answers every call with the same sentence judged nothing: exit 5, 0 of N, no pass."""
+    preset = judge_preset(tmp_path, "stub.json", constant_reply="The answer looks fine to me.")
+    result, out = run_demo(tmp_path, preset=preset)
+    assert result.exit_code == 5, result.output
+    assert "coverage: judged 16 of 44 evaluations (36.4%; by the judge 0 of 28, by code 16 of 16); 28 unscored:" in result.stdout
+    assert "passed 0 | failed 0 | incomplete 8" in result.stdout
+    assert "pass rate n/a" in result.stdout
+    assert "is below --min-coverage 1.0" in result.stderr
+    results = load_results(out)
+    assert len(results) == 8 and {r["metadata"]["verdict"] for r in results} == {"incomplete"}
+    # --fail-under cannot turn it green either, and a lower --min-coverage still refuses 0%
+    assert run_demo(tmp_path, "--fail-under", "0.9", preset=preset, output="b.json")[0].exit_code == 5
+    assert run_demo(tmp_path, "--min-coverage", "0.5", preset=preset, output="c.json")[0].exit_code == 5
+
+
+def test_min_coverage_zero_lets_an_incomplete_run_through_to_fail_under(tmp_path: Path) -> None:
+    preset = judge_preset(tmp_path, "stub.json", constant_reply="The answer looks fine to me.")
+    result, _ = run_demo(tmp_path, "--min-coverage", "0", "--fail-under", "0.5", preset=preset)
+    assert result.exit_code == 4, result.output

@@ -139,11 +139,12 @@ def test_model_config_defaults() -> None:
     model = ModelConfig(id="a", model_name="m", model_provider="openai")
     assert (model.temperature, model.max_tokens, model.interface, model.max_retries) == (
         0.1,
-        16384,
+        None,  # sent only when set: the server's own default otherwise
         "langchain",
         2,
     )
     assert model.system_prompt is None and model.request_timeout is None and model.retry_policy is None
+    assert model.max_concurrent_requests is None
 
 
 def test_retry_policy_defaults() -> None:

@@ -401,7 +401,7 @@ def test_endpoint_base_url(url: str, mode: str | None, expected: str) -> None:
     extra = {"endpoint_base_url_mode": mode} if mode else None
     model = LangChainModel(endpoint_config(url, extra_kwargs=extra))
     assert model.base_url == expected
-    assert model.structured_method == "json_schema"
+    assert model.structured_output == "json_schema"
 
 
 def test_unknown_structured_method_is_a_setup_error() -> None:
@@ -640,20 +640,28 @@ async def test_http_full_chain_with_cache(server_factory: Any, tmp_path: Any) ->
     assert isinstance(model, CachedModel) and (model.hits, model.misses) == (1, 1)
 
 
-async def test_http_unsupported_response_format_falls_back_to_plain(server_factory: Any) -> None:
-    # like a server rejecting response_format
-    server = server_factory(fail_first=1, fail_status=400, reply=says(json.dumps(VERDICT)))
+async def test_http_unsupported_response_format_steps_down(server_factory: Any) -> None:
+    # like llama.cpp's server: HTTP 500 on response_format json_schema, json_object works
+    server = server_factory(reject_json_schema=True, reply=says(json.dumps(VERDICT)))
     model = LangChainModel(endpoint_config(server.url))
     result = await ask_structured(model, PROMPT, Verdict, purpose=Purpose.RUBRIC_SINGLE)
     assert result.value == Verdict(**VERDICT) and result.calls == 1
-    sent = [r["json"] for r in server.chat_requests]
-    assert "response_format" in sent[0] and "response_format" not in sent[1]
-    assert model.native_disabled
+    sent = [r["json"]["response_format"]["type"] for r in server.chat_requests]
+    assert sent == ["json_schema", "json_object"]
+    assert model.structured_output == "json_mode"
     await model.complete(STRUCTURED)
-    assert "response_format" not in server.chat_requests[-1]["json"]
-    # the plain retry still says which step asks
+    assert server.chat_requests[-1]["json"]["response_format"]["type"] == "json_object"
+    # the re-sent request still says which step asks
     sent = [{k.lower(): v for k, v in r["headers"].items()} for r in server.chat_requests]
     assert [h.get("x-verify-purpose") for h in sent] == ["rubric_single"] * 3
+
+
+async def test_http_an_unrelated_400_is_not_a_ladder_step(server_factory: Any) -> None:
+    server = server_factory(fail_first=1, fail_status=400, reply=says(json.dumps(VERDICT)))
+    model = LangChainModel(endpoint_config(server.url))
+    with pytest.raises(Exception, match="simulated failure"):
+        await model.complete(STRUCTURED)
+    assert model.structured_output == "json_schema" and len(server.chat_requests) == 1
 
 
 def test_one_adapter_across_event_loops(server_factory: Any) -> None:

@@ -11,7 +11,7 @@ from fakes import ScriptedModel, honest, make_config, prompt_of, run_rubric, sim
 from verify.benchmark.traits import CallableTrait, LLMTrait, MetricTrait, RegexTrait
 from verify.errors import ModelError
 from verify.llm.ports import ChatRequest, Purpose
-from verify.stages.rubric import RubricEvaluation
+from verify.stages.rubric import BATCH_ATTEMPTS, RubricEvaluation
 
 QUESTION = "What is the main function of the BCL2 protein?"
 ANSWER = (
@@ -250,7 +250,7 @@ async def test_unparseable_reply_is_unscored_with_the_raw_reply(strategy: str) -
         assert outcome.status == "unscored", name
         assert outcome.score is None and outcome.label is None  # never False or the minimum
         assert outcome.raw_reply == GARBAGE
-        assert outcome.reason is not None and "unparseable" in outcome.reason
+        assert outcome.reason is not None and "unusable" in outcome.reason
     assert section.llm_trait_scores is None and section.llm_trait_labels is None
     assert section.trait_status["bcl2_facts"].status == "scored"
     # the judge was asked again with feedback before giving up (1 + 2 parse retries per call)
@@ -285,7 +285,11 @@ async def test_bad_batch_score_is_unscored_not_clamped(reply: dict[str, object],
     assert clarity.status == "unscored" and clarity.score is None
     assert reason in (clarity.reason or "")
     assert section.llm_trait_scores == {"states_fact": True}
-    assert len(judge.requests) == 1
+    assert clarity.raw_reply == json.dumps({"scores": reply}) and clarity.unscored_category == "invalid_reply"
+    # only the bad trait is asked again, with feedback, until the attempts run out
+    assert len(judge.requests) == BATCH_ATTEMPTS
+    retry = judge.requests[-1].messages[-1].content
+    assert "clarity" in retry and "states_fact" not in retry and reason in retry
 
 
 async def test_bad_batch_value_for_a_boolean_trait_spares_the_others() -> None:

@@ -162,7 +162,7 @@ def test_sufficiency_changes_the_outcome() -> None:
     vague = "That is a simple addition question."
     plain = one(MINIMAL, Q1, vague, sim_config())
     assert category(plain) == "parsing"  # the judge cannot fill 'result'
-    assert plain.metadata.failure is not None and "null: result" in plain.metadata.failure.reason
+    assert plain.metadata.failure is not None and "every required field is null (result)" in plain.metadata.failure.reason
 
     r = one(MINIMAL, Q1, vague, sim_config(sufficiency_enabled=True))
     failure = r.metadata.failure
@@ -398,7 +398,7 @@ def test_unparseable_parse_reply_is_a_parsing_failure() -> None:
     failure = r.metadata.failure
     assert failure is not None and (failure.category, failure.stage, failure.group) == (
         "parsing", "parse_template", "system")
-    assert "unparseable" in failure.reason and not r.metadata.errors
+    assert "unusable" in failure.reason and not r.metadata.errors
     assert r.template is not None and r.template.verify_result is None and not r.passed
 
 

@@ -10,7 +10,9 @@ from fakes import SIM_ANSWERER, SIM_JUDGE
 
 from verify.benchmark.jsonld import Benchmark, load_benchmark
 from verify.benchmark.question import Question
+from verify.benchmark.traits import CallableTrait
 from verify.config.verification import VerificationConfig
+from verify.errors import ConfigError
 from verify.results.models import VerificationResult
 from verify.run.runner import run_verification
 from verify.templates.answer_base import BaseAnswer, check_regex
@@ -80,11 +82,23 @@ def bench(*questions: Question, name: str = "t") -> Benchmark:
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
 def test_fixture_right_answers_pass_in_every_mode(path: Path, mode: str) -> None:
     benchmark = load_benchmark(path)
+    if mode == "rubric_only" and not all(benchmark.rubric_for(q)[0].traits for q in benchmark.questions):
+        # a question with nothing to judge is refused before any call, naming the file
+        with pytest.raises(ConfigError, match=rf"{path.name}: nothing to evaluate for question"):
+            run(benchmark, RIGHT, sim_config(mode))
+        return
     results = run(benchmark, RIGHT, sim_config(mode))
     assert set(results) == {q.id for q in benchmark.questions}
     for qid, r in results.items():
-        assert r.passed, (qid, r.metadata.failure, r.metadata.errors)
         assert not r.metadata.errors
+        codeless = codeless_callables(benchmark, qid)
+        if codeless and mode != "template_only":
+            # a callable trait that cannot run is not judged: the task is incomplete, never passed
+            assert r.verdict == "incomplete" and not r.passed
+            assert r.metadata.coverage is not None
+            assert r.metadata.coverage.unscored == dict.fromkeys(codeless, "code")
+        else:
+            assert r.passed, (qid, r.metadata.failure, r.metadata.errors)
         if mode == "rubric_only":
             assert r.template is not None and not r.template.template_verification_performed
             assert "validate_template" not in r.metadata.stages and "parse_template" not in r.metadata.stages
@@ -114,11 +128,17 @@ def test_fixture_wrong_answers_fail_with_category_content(path: Path, mode: str)
         assert "verify() returned False" in failure.reason
 
 
-def test_wrong_answers_still_pass_in_rubric_only_mode() -> None:
+def test_wrong_answers_are_not_failed_by_the_template_in_rubric_only_mode() -> None:
     benchmark = load_benchmark(KARENINA / "multi_question.jsonld")
     results = run(benchmark, WRONG, sim_config("rubric_only"))
     assert set(results) == {q.id for q in benchmark.questions}
-    assert all(r.passed and r.template and r.template.verify_result is None for r in results.values())
+    assert all(r.metadata.failure is None and r.template and r.template.verify_result is None for r in results.values())
+    # its callable traits carry no code, so no task is complete
+    assert {r.verdict for r in results.values()} == {"incomplete"}
+
+
+def codeless_callables(benchmark: Benchmark, qid: str) -> list[str]:
+    return [t.name for t in benchmark.rubric_for(qid)[0].traits if isinstance(t, CallableTrait) and not t.callable_code]
 
 
 def test_result_fields_follow_karenina() -> None:

@@ -4,7 +4,8 @@ Precedence is defaults < preset < flags, and a flag the user did not give is ``N
 overrides the preset (karenina's CLI resets preset values with its flag defaults; we do not).
 
 Exit codes: 0 run completed with no task errors; 1 user or setup error; 2 usage error;
-3 run completed but some tasks ended with execution errors; 4 pass rate below ``--fail-under``.
+3 run completed but some tasks ended with execution errors; 4 pass rate below ``--fail-under``;
+5 coverage (judged evaluations / all evaluations) below ``--min-coverage`` (default 1.0).
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
     include_unfinished: Annotated[bool, Opt(help="also verify questions not marked finished", rich_help_panel=RUN)] = False,
     no_cache: Annotated[bool, Opt("--no-cache", help="do not read or write the response cache", rich_help_panel=RUN)] = False,
     cache_dir: Annotated[Path, Opt(help="response cache directory", rich_help_panel=RUN)] = Path(".verify-cache"),
-    fail_under: Annotated[float | None, Opt(help="exit 4 when the pass rate is below RATE (0-1)", rich_help_panel=RUN)] = None,
+    fail_under: Annotated[float | None, Opt(help="exit 4 when the pass rate (of complete tasks) is below RATE (0-1)", rich_help_panel=RUN)] = None,
+    min_coverage: Annotated[float, Opt(min=0.0, max=1.0, help="exit 5 when the share of evaluations judged is below RATE (0-1)", rich_help_panel=RUN)] = 1.0,
     run_name: Annotated[str | None, Opt(help="name stored in every result", rich_help_panel=RUN)] = None,
     prices: Annotated[Path | None, Opt(help='price table JSON {model: {"input_per_million": $, "output_per_million": $}}', rich_help_panel=RUN)] = None,
     show_config: Annotated[bool, Opt(help="print the effective config as JSON and exit", rich_help_panel=RUN)] = False,
@@ -260,6 +262,13 @@ def _main(flags: dict[str, Any]) -> int:
             "rerun with --resume to retry rate-limited or timed-out tasks", err=True, fg="yellow",
         )
         return 3
+    if outcome.summary.coverage < flags["min_coverage"]:
+        typer.secho(
+            f"coverage {outcome.summary.coverage:.3f} is below --min-coverage {flags['min_coverage']}: "
+            f"{outcome.summary.coverage_line()}; unscored traits and why are in each result's rubric.trait_status",
+            err=True, fg="red",
+        )
+        return 5
     if flags["fail_under"] is not None and outcome.summary.pass_rate < flags["fail_under"]:
         typer.secho(f"pass rate {outcome.summary.pass_rate:.3f} is below --fail-under {flags['fail_under']}", err=True, fg="red")
         return 4

@@ -82,6 +82,15 @@ class Benchmark(BaseModel):
     )
     scenarios: list[dict[str, Any]] = Field(default_factory=list, description="Top-level hasPart, verbatim.")
     extra_keys: dict[str, Any] = Field(default_factory=dict)
+    source: str | None = Field(default=None, exclude=True, description="The file it was read from, for messages.")
+
+    def __eq__(self, other: object) -> bool:
+        # the file a benchmark was read from is not part of what it is
+        if not isinstance(other, Benchmark):
+            return NotImplemented
+        return self.model_dump() == other.model_dump()
+
+    __hash__ = None  # type: ignore[assignment]
 
     @field_validator("name")
     @classmethod
@@ -126,6 +135,7 @@ class Benchmark(BaseModel):
             if problems.dropped:
                 hint = f"{problems.dropped} more problem(s) not shown; " + hint
             raise BenchmarkError(source, problems.items or ["checkpoint could not be read"], hint)
+        benchmark.source = source
         return benchmark
 
     def to_jsonld(self) -> dict[str, Any]:

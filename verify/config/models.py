@@ -141,7 +141,11 @@ class ModelConfig(BaseModel):
     )
     model_name: str | None = None
     temperature: float = Field(default=0.1, ge=0.0, le=2.0)
-    max_tokens: int = Field(default=16384, ge=1)
+    max_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="Cap on reply tokens, sent only when set; None = the server's own default.",
+    )
     interface: Interface = Field(
         default="langchain", description="How the model is called; 'simulated' is verify's offline provider."
     )
@@ -165,7 +169,10 @@ class ModelConfig(BaseModel):
     )
     agent_runtime: dict[str, Any] | None = None
     extra_kwargs: dict[str, Any] | None = Field(
-        default=None, description="Passed through to the model constructor.", repr=False  # may hold headers/keys
+        default=None,
+        description="Passed through to the model constructor, except structured_output_method "
+        "(auto, json_schema, json_mode, function_calling, none) and endpoint_base_url_mode (raw).",
+        repr=False,  # may hold headers/keys
     )
     manual_traces: dict[str, str] | None = Field(
         default=None,
@@ -178,6 +185,12 @@ class ModelConfig(BaseModel):
     agent_timeout: int | None = Field(default=None, ge=1)
     request_timeout: float | None = Field(
         default=None, gt=0, description="Seconds per call; None = the config's request_timeout."
+    )
+    max_concurrent_requests: int | None = Field(
+        default=None,
+        ge=1,
+        description="verify only: cap on calls in flight to this model's server. Models with the same "
+        "endpoint_base_url share one cap (the smallest given); None = only the run's max_concurrent_requests.",
     )
     retry_policy: RetryPolicy | None = Field(default=None, description="None = the config's retry_policy.")
 

@@ -16,12 +16,9 @@ the README):
 from __future__ import annotations
 
 import asyncio
-import functools
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel, Field, create_model, field_validator
 
 from verify.benchmark.traits import LLMTrait
 from verify.config.deep_judgment import TraitDJSettings
@@ -29,6 +26,8 @@ from verify.errors import ModelError
 from verify.judging import prompts
 from verify.judging.excerpts import validate_excerpts
 from verify.judging.prompts import JudgeInstructions
+from verify.judging.quotes import read_quotes
+from verify.judging.verdicts import read_verdict, verdict_check, verdict_schema
 from verify.llm.ports import ChatModel, Purpose, Search
 from verify.llm.resilience import redact
 from verify.llm.structured import ask_structured, ask_text
@@ -94,6 +93,7 @@ class TraitJudgment:
     metadata: TraitDeepMetadata = field(default_factory=TraitDeepMetadata)
     raw_reply: str | None = None
     error_category: str | None = None
+    label_read_as: str | None = None
 
     @property
     def without_valid_excerpts(self) -> bool:
@@ -111,52 +111,9 @@ class Evidence:
     raw_reply: str | None = None
 
 
-def verdict_schema(trait: LLMTrait) -> type[BaseModel]:
-    """The reply model for a final verdict, with the trait's bounds or classes built in."""
-    if trait.kind == "boolean":
-        return prompts.SingleBooleanScore
-    if trait.kind == "literal":
-        return _literal_schema(tuple(trait.class_names))
-    return _numeric_schema(trait.min_score, trait.max_score)
-
-
-# Both are built once per distinct bounds / class list: building a model class (and then its JSON
-# schema, cached per class by verify.llm.structured) costs about a millisecond per score call otherwise.
-@functools.lru_cache(maxsize=256)
-def _numeric_schema(lo: int | None, hi: int | None) -> type[BaseModel]:
-    return create_model(
-        "SingleNumericScore", score=(int, Field(ge=lo, le=hi, description=f"integer {lo}..{hi}"))
-    )
-
-
-@functools.lru_cache(maxsize=256)
-def _literal_schema(names: tuple[str, ...]) -> type[BaseModel]:
-    lookup = {n.strip().lower(): n for n in names}
-
-    class SingleLiteralClassification(BaseModel):
-        classification: str = Field(description="exactly one class name", json_schema_extra={"enum": list(names)})
-
-        @field_validator("classification")
-        @classmethod
-        def _known(cls, value: str) -> str:
-            # Labels match case-insensitively, the same rule as batch classification.
-            match = lookup.get(value.strip().lower())
-            if match is None:
-                raise ValueError(f"{value!r} is not one of {list(names)}")
-            return match
-
-    return SingleLiteralClassification
-
-
-def read_verdict(trait: LLMTrait, value: BaseModel) -> tuple[Score, str | None]:
-    """(score, label) from a verdict reply: literal traits score as the class index."""
-    data: dict[str, Any] = value.model_dump()
-    if trait.kind == "boolean":
-        return bool(data["result"]), None
-    if trait.kind == "literal":
-        label = str(data["classification"])
-        return trait.class_names.index(label), label
-    return int(data["score"]), None
+def _excerpt_feedback(attempt: int, attempts: int, problem: str) -> str:
+    # the attempt number makes every retry a new request (never answered from the response cache)
+    return f"Attempt {attempt} of {attempts}. {problem}"
 
 
 async def extract_evidence(trait: LLMTrait, settings: TraitDJSettings, ctx: TraitContext) -> Evidence:
@@ -175,20 +132,25 @@ async def extract_evidence(trait: LLMTrait, settings: TraitDJSettings, ctx: Trai
         )
         if reply.value is None:
             error, raw_reply = reply.error or "unparseable reply", reply.raw_text
-            feedback = f"Your previous reply could not be used ({error}). Reply with the JSON format asked."
+            feedback = _excerpt_feedback(attempt + 1, attempts,
+                                         f"Your previous reply could not be used ({error}). Reply with the JSON format asked.")
             continue
         parsed += 1
-        items = [e for e in reply.value.excerpts if e.text.strip()][: settings.max_excerpts]
+        items, placeholders = read_quotes(reply.value.excerpts, settings.max_excerpts)
         if not items:
             if reply.value.nothing_relevant:
                 return Evidence([], rejected, attempt, absence=True)
-            feedback = "You returned no excerpts. Quote the relevant passages, or set nothing_relevant."
+            problem = ("Your quotes were placeholders copied from the instructions, not text of the response. "
+                       if placeholders else "You returned no excerpts. ")
+            feedback = _excerpt_feedback(attempt + 1, attempts,
+                                         problem + "Quote the relevant passages, or set nothing_relevant.")
             continue
         matches = validate_excerpts([e.text for e in items], ctx.response, settings.fuzzy_match_threshold)
         valid = [
             Excerpt(
                 text=item.text, confidence=item.confidence, similarity_score=round(m.similarity, 4),
                 start=m.start, end=m.end, match_method=m.method,
+                spans=list(getattr(m, "spans", ())) if len(getattr(m, "spans", ())) > 1 else None,
             )
             for item, m in zip(items, matches, strict=True)
             if m.valid
@@ -202,10 +164,10 @@ async def extract_evidence(trait: LLMTrait, settings: TraitDJSettings, ctx: Trai
         if valid:
             return Evidence(valid, rejected, attempt, absence=False)
         lines = "\n".join(f'- "{r.text}" (similarity {r.similarity_score:.2f}: {r.reason})' for r in bad)
-        feedback = (
+        feedback = _excerpt_feedback(attempt + 1, attempts, (
             f"None of these quotes appear verbatim in the response (threshold "
             f"{settings.fuzzy_match_threshold:.2f}):\n{lines}\nCopy passages exactly as written."
-        )
+        ))
         error = None
     return Evidence([], rejected, attempts, absence=False, error=error, unusable=parsed == 0, raw_reply=raw_reply)
 
@@ -323,13 +285,16 @@ async def judge_trait(trait: LLMTrait, settings: TraitDJSettings, ctx: TraitCont
         prompt = prompts.score_prompt(trait, reasoning.text)
         verdict = await ask_structured(
             ctx.judge, ctx.instructions.messages("dj_rubric_score_extraction", prompt), verdict_schema(trait),
-            purpose=Purpose.DJ_SCORE, trait=trait.name,
+            purpose=Purpose.DJ_SCORE, trait=trait.name, check=verdict_check(trait),
         )
         if verdict.value is None:
             result.reason, result.raw_reply = f"score reply unparseable: {verdict.error}", verdict.raw_text
             return result
         meta.stages_completed.append("score_extraction")
-        score, label = read_verdict(trait, verdict.value)
+        outcome = read_verdict(trait, verdict.value)
+        assert outcome.score is not None  # the check let only readable verdicts through
+        score, label = outcome.score, outcome.label
+        result.label_read_as = outcome.label_read_as
         if meta.evidence == "absence":
             problem = _ungrounded(trait, score)
             if problem:

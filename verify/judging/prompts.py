@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from verify.benchmark.traits import LLMTrait, MetricTrait
 from verify.llm.ports import Message
@@ -55,7 +55,8 @@ class LiteralClassification(_Reply):
 
 
 class BatchLiteralClassifications(_Reply):
-    classifications: list[LiteralClassification]
+    # a {"trait name": "class name"} object is read too: judges write it often
+    classifications: list[LiteralClassification] | dict[str, str]
 
 
 class SingleLiteralClassification(_Reply):
@@ -75,7 +76,10 @@ class ExcerptItem(_Reply):
 
 
 class TraitExcerptsOutput(_Reply):
-    excerpts: list[ExcerptItem] = Field(default_factory=list)
+    # Items are read one by one (verify.judging.quotes): one bad field must not discard the good quotes.
+    excerpts: Annotated[Any, WithJsonSchema({"type": "array", "items": ExcerptItem.model_json_schema()})] = Field(
+        default_factory=list
+    )
     nothing_relevant: bool = Field(
         default=False, description="true when no passage of the response bears on the criterion"
     )

@@ -2,10 +2,12 @@
 
 The chain (outermost first)::
 
-    CachedModel -> RetryingModel -> LimitedModel -> adapter
+    CachedModel -> RetryingModel -> LimitedModel (endpoint) -> LimitedModel (run) -> adapter
 
 so a cache hit costs neither a retry budget nor a concurrency slot, and a call that is
-sleeping out a backoff does not hold a slot (the limit counts requests in flight).
+sleeping out a backoff does not hold a slot (the limits count requests in flight). A call waits
+for its endpoint's slot before it takes one of the run's, so a busy local server does not hold
+slots that calls to other servers could use.
 """
 
 from __future__ import annotations
@@ -32,14 +34,17 @@ def build_model(
     *,
     cache: ResponseCache | None = None,
     limiter: asyncio.Semaphore | None = None,
+    endpoint_limiter: asyncio.Semaphore | None = None,
     policy: RetryPolicy | None = None,
     request_timeout: float | None = None,
     api_key_env: Mapping[str, str] | None = None,
     adapter_factory: Callable[[ModelConfig], ChatModel] | None = None,
     error_patterns: Sequence[ErrorPatternConfig] = (),
 ) -> ChatModel:
-    """The adapter for ``config.interface`` (or ``adapter_factory``'s), wrapped in retry, limiter and cache.
+    """The adapter for ``config.interface`` (or ``adapter_factory``'s), wrapped in retry, limiters and cache.
 
+    ``limiter`` is the run's limit on calls in flight, ``endpoint_limiter`` the one of the
+    model's server (``ModelConfig.max_concurrent_requests``, shared by models on one endpoint).
     ``policy`` and ``request_timeout`` are the run's defaults: the model's own
     ``retry_policy`` / ``request_timeout`` win when set (karenina stamps them the same way);
     with neither, karenina's default RetryPolicy and the SDK's timeout apply. ``manual`` has no
@@ -63,6 +68,8 @@ def build_model(
         model = LangChainModel(config, api_key_env=api_key_env)
     if limiter is not None:
         model = LimitedModel(model, limiter)
+    if endpoint_limiter is not None:
+        model = LimitedModel(model, endpoint_limiter)
     model = RetryingModel(model, config.retry_policy or policy, patterns=error_patterns)
     if cache is not None:
         from verify.llm.cache import CachedModel

@@ -205,6 +205,7 @@ def _reply_from_record(record: dict[str, Any], model_id: str) -> ChatReply | Non
         finish_reason=record.get("finish_reason"),
         model=record.get("model") or model_id,
         cached=True,
+        attempts=0,
     )
 
 

@@ -123,7 +123,12 @@ class ChatRequest:
 
 @dataclass(frozen=True)
 class ChatReply:
-    """What a model said. ``parsed`` is set when the provider returned native structured output."""
+    """What a model said. ``parsed`` is set when the provider returned native structured output.
+
+    ``attempts`` is how many requests the transport made for this reply: the tries of
+    :class:`~verify.llm.resilience.RetryingModel` plus any re-sends of an adapter that stepped down
+    its structured-output method; 0 for a reply served from the cache.
+    """
 
     text: str
     parsed: dict[str, Any] | None = None
@@ -132,6 +137,7 @@ class ChatReply:
     finish_reason: str | None = None
     model: str = ""
     cached: bool = False
+    attempts: int = 1
     forget: Callable[[], None] | None = field(default=None, compare=False, repr=False)
     """Set by a caching layer: drops this reply from the cache (used when it proved unusable)."""
 

@@ -7,16 +7,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from verify.llm.ports import ChatModel, ChatReply, ChatRequest, Purpose, Usage
+from verify.llm.resilience import attempts_of
 
 
 @dataclass(frozen=True)
 class CallRecord:
+    """One logical call. ``attempts`` is how many HTTP requests it took (retries and re-sends
+    included; 0 when the cache answered), for a failed call the requests made before giving up."""
+
     purpose: Purpose
     trait: str | None
     usage: Usage
     latency_s: float
     cached: bool
     failed: bool = False
+    attempts: int = 1
 
 
 @dataclass
@@ -41,14 +46,17 @@ class RecordingModel:
         started = time.perf_counter()
         try:
             reply = await self.inner.complete(request)
-        except Exception:
+        except Exception as exc:
             # A call that failed for good still counts as a call (and is visible in usage).
+            elapsed = time.perf_counter() - started
             self.records.append(
-                CallRecord(request.purpose, request.trait, Usage(), time.perf_counter() - started, False, True)
+                CallRecord(request.purpose, request.trait, Usage(), elapsed, False, True, attempts_of(exc))
             )
             raise
         self.records.append(
-            CallRecord(request.purpose, request.trait, reply.usage, reply.latency_s, reply.cached)
+            CallRecord(
+                request.purpose, request.trait, reply.usage, reply.latency_s, reply.cached, attempts=reply.attempts
+            )
         )
         return reply
 

@@ -1,8 +1,8 @@
-"""Retries and a global concurrency limit, as :class:`~verify.llm.ports.ChatModel` wrappers.
+"""Retries and concurrency limits, as :class:`~verify.llm.ports.ChatModel` wrappers.
 
 The wrapper chain built by :func:`verify.llm.build.build_model` is::
 
-    CachedModel -> RetryingModel -> LimitedModel -> adapter
+    CachedModel -> RetryingModel -> LimitedModel (endpoint) -> LimitedModel (run) -> adapter
 
 * the cache is outermost, so a hit costs no retry budget and no concurrency slot;
 * the limiter sits *inside* the retry loop, so it counts requests in flight: a call that is
@@ -12,21 +12,28 @@ Errors are classified into ``connection``, ``timeout``, ``rate_limit``, ``server
 ``permanent`` by class name (walking the MRO and the ``__cause__`` chain) and by HTTP status
 code, so no provider SDK has to be imported here. A :class:`~verify.errors.ModelError` raised
 by an inner model keeps its own category (the simulated model uses this to inject faults).
+
+An adapter that finds nothing listening at its URL raises :class:`EndpointUnreachable`, one line
+naming the URL; on a loopback URL it is retried at most once, quickly (a local server that is not
+running will not start by itself). Requests are counted: a reply's ``attempts`` is set to the
+requests of every try, and an error that gives up carries them too (:func:`attempts_of`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from verify.config.models import ErrorPatternConfig, RetryPolicy
 from verify.errors import TRANSIENT_CATEGORIES, ModelError
+from verify.llm.endpoints import EndpointUnreachable
 from verify.llm.ports import ChatModel, ChatReply, ChatRequest
 from verify.secrets import redact
 
@@ -34,8 +41,10 @@ __all__ = [
     "Backoff",
     "LimitedModel",
     "RetryingModel",
+    "attempts_of",
     "backoff_for",
     "classify_error",
+    "note_attempts",
     "redact",
     "retry_after_seconds",
 ]
@@ -192,6 +201,24 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+_ATTEMPTS_ATTR = "verify_attempts"
+
+
+def note_attempts(exc: BaseException, attempts: int) -> None:
+    """Record on ``exc`` how many requests the failed call made (read back by :func:`attempts_of`)."""
+    with contextlib.suppress(AttributeError):  # an exception type with __slots__ keeps the default
+        setattr(exc, _ATTEMPTS_ATTR, attempts)
+
+
+def attempts_of(exc: BaseException) -> int:
+    """How many requests a failed call made: what a layer noted on it, else 1."""
+    value = getattr(exc, _ATTEMPTS_ATTR, None)
+    return value if isinstance(value, int) else 1
+
+
+_QUICK_RETRY_S = 0.25
+
+
 @dataclass(frozen=True)
 class Backoff:
     """Budget and backoff of one error category."""
@@ -236,8 +263,10 @@ class RetryingModel:
     """Retries transient failures of ``inner`` with per-category budgets (fresh for each call).
 
     Permanent errors and exhausted budgets raise :class:`ModelError` whose message names the
-    model, the category and the last error (credentials redacted). ``retries_used`` counts the
-    retries spent per category over the wrapper's life; ``delays`` lists every sleep taken.
+    model, the category and the last error (credentials redacted); an :class:`EndpointUnreachable`
+    is raised as it is. ``retries_used`` counts the retries spent per category over the wrapper's
+    life; ``delays`` lists every sleep taken. A reply's ``attempts`` (and, via :func:`attempts_of`,
+    the final error's) count the requests of every try.
     """
 
     def __init__(
@@ -272,17 +301,22 @@ class RetryingModel:
 
     async def complete(self, request: ChatRequest) -> ChatReply:
         used: dict[str, int] = {}
+        sent = 0  # requests made by the failed tries
         while True:
             try:
-                return await self.inner.complete(request)
+                reply = await self.inner.complete(request)
             except Exception as exc:  # noqa: BLE001 - classified below; permanent ones re-raised
                 category = classify_error(exc, self.patterns)
                 error: BaseException = exc
-            backoff = backoff_for(self.policy, category)
+            else:
+                return reply if sent == 0 else replace(reply, attempts=sent + reply.attempts)
+            sent += attempts_of(error)
+            backoff = self._backoff(error, category)
             attempt = used.get(category, 0)
             if category not in TRANSIENT_CATEGORIES or attempt >= backoff.retries:
                 self.failures[category] = self.failures.get(category, 0) + 1
                 final = self._final_error(error, category, attempt)
+                note_attempts(final, sent)
                 if final is error:
                     raise error
                 raise final from error
@@ -304,8 +338,14 @@ class RetryingModel:
             )
             await self._sleep(delay)
 
+    def _backoff(self, error: BaseException, category: str) -> Backoff:
+        backoff = backoff_for(self.policy, category)
+        if isinstance(error, EndpointUnreachable) and error.local:
+            return Backoff(min(backoff.retries, 1), _QUICK_RETRY_S, _QUICK_RETRY_S, jitter=False)
+        return backoff
+
     def _final_error(self, error: BaseException, category: str, retries: int) -> ModelError:
-        if isinstance(error, ModelError) and category == "permanent":
+        if isinstance(error, EndpointUnreachable) or (isinstance(error, ModelError) and category == "permanent"):
             return error
         detail = redact(f"{type(error).__name__}: {error}")
         if category in TRANSIENT_CATEGORIES:
@@ -316,7 +356,7 @@ class RetryingModel:
 
 
 class LimitedModel:
-    """Holds one slot of a shared semaphore while ``inner`` runs (one global limit per run)."""
+    """Holds one slot of a shared semaphore while ``inner`` runs (the run's limit, or one server's)."""
 
     def __init__(self, inner: ChatModel, semaphore: asyncio.Semaphore) -> None:
         self.inner = inner

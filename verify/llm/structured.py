@@ -34,8 +34,11 @@ __all__ = [
     "TextReply",
     "ask_structured",
     "ask_text",
+    "Check",
     "is_truncated",
+    "looks_like_schema",
     "parse_json_reply",
+    "retry_feedback",
     "strip_thinking",
 ]
 
@@ -185,9 +188,30 @@ def _unwrap(candidate: dict[str, Any], schema: type[BaseModel]) -> Iterator[dict
             yield inner
 
 
-def parse_json_reply(text: str, schema: type[T]) -> T:
+Check = Callable[[dict[str, Any], Any], str | None]
+"""A caller's own test of a validated reply: ``check(raw_object, value)`` returns why the reply is
+unusable (fed back to the judge) or ``None``. Pydantic says the shape fits; a check says it means
+something (a template parse that names no field of the template, say)."""
+
+
+def looks_like_schema(raw: dict[str, Any], schema: type[BaseModel]) -> bool:
+    """True when ``raw`` is a JSON schema (small judges echo the one in the prompt) rather than a reply."""
+    if "properties" in schema.model_fields or not isinstance(raw.get("properties"), dict):
+        return False
+    return any(key in raw for key in ("type", "title", "required", "$defs", "$schema", "additionalProperties"))
+
+
+def _usable(raw: dict[str, Any], value: T, schema: type[T], check: Check | None) -> str | None:
+    if looks_like_schema(raw, schema):
+        return "you returned the JSON schema itself; return an object with the values instead"
+    return check(raw, value) if check is not None else None
+
+
+def parse_json_reply(text: str, schema: type[T], check: Check | None = None) -> T:
     """Find, repair and validate the JSON object in a free-text reply.
 
+    Candidates are tried in order; one that validates but fails ``check`` (or is an echoed schema)
+    is passed over, so a reply that echoes the schema and then answers still counts.
     Raises ValueError with a short, model-readable message when no object validates.
     """
     body = strip_thinking(text)
@@ -199,12 +223,20 @@ def parse_json_reply(text: str, schema: type[T]) -> T:
             raise ValueError("the reply looks truncated: a JSON object was opened but never closed")
         raise ValueError("no JSON object found in the reply")
     first_error: ValidationError | None = None
+    unusable: str | None = None
     for candidate in candidates:
         for shaped in _unwrap(candidate, schema):
             try:
-                return schema.model_validate(shaped)
+                value = schema.model_validate(shaped)
             except ValidationError as exc:
                 first_error = first_error or exc
+                continue
+            problem = _usable(shaped, value, schema, check)
+            if problem is None:
+                return value
+            unusable = unusable or problem
+    if unusable is not None:
+        raise ValueError(unusable)
     assert first_error is not None
     raise ValueError(f"the JSON does not match the schema: {'; '.join(validation_lines(first_error, limit=8))}")
 
@@ -218,11 +250,16 @@ def json_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
     return schema.model_json_schema()
 
 
-def _feedback(error: str) -> str:
+def retry_feedback(error: str, attempt: int, attempts: int) -> str:
+    """What the judge is told after an unusable reply.
+
+    The attempt number makes every retry a new request: a retry identical to an earlier request
+    would be answered from the response cache with the reply that was just rejected.
+    """
     return (
         f"Your previous reply could not be used: {error}.\n"
-        "Reply again with only the corrected JSON object that matches the requested schema: "
-        "no prose, no code fences."
+        f"Reply again (attempt {attempt} of {attempts}) with only the corrected JSON object that matches "
+        "the requested schema: no prose, no code fences."
     )
 
 
@@ -234,16 +271,18 @@ async def ask_structured(
     purpose: Purpose,
     trait: str | None = None,
     max_parse_retries: int = 2,
+    check: Check | None = None,
 ) -> Structured[T]:
     """Ask ``model`` for a reply matching ``schema``; retry with the error up to ``max_parse_retries`` times.
 
+    A reply is usable when it validates, is not the schema echoed back, and passes ``check``.
     Transport failures (``ModelError`` after the retry wrapper gave up) propagate.
     """
     json_schema = json_schema_of(schema)
     conversation = list(messages)
     forget: list[Callable[[], None]] = []
     try:
-        return await _ask(model, conversation, json_schema, schema, purpose, trait, max_parse_retries, forget)
+        return await _ask(model, conversation, json_schema, schema, purpose, trait, max_parse_retries, forget, check)
     except BaseException:
         for drop in forget:  # an outage mid-way: the earlier unusable replies must not be replayed either
             drop()
@@ -252,13 +291,14 @@ async def ask_structured(
 
 async def _ask(
     model: ChatModel, conversation: list[Message], json_schema: dict[str, Any], schema: type[T], purpose: Purpose,
-    trait: str | None, max_parse_retries: int, forget: list[Callable[[], None]],
+    trait: str | None, max_parse_retries: int, forget: list[Callable[[], None]], check: Check | None,
 ) -> Structured[T]:
     usage = Usage()
     calls = 0
     raw_text = ""
     error: str | None = None
-    for _ in range(1 + max(0, max_parse_retries)):
+    attempts = 1 + max(0, max_parse_retries)
+    for attempt in range(1, attempts + 1):
         reply = await model.complete(
             ChatRequest(tuple(conversation), schema=json_schema, purpose=purpose, trait=trait)
         )
@@ -275,10 +315,12 @@ async def _ask(
             except ValidationError as exc:
                 error = f"the JSON does not match the schema: {'; '.join(validation_lines(exc, limit=8))}"
             else:
-                return Structured(value, raw_text, None, calls, usage, calls)
+                error = _usable(reply.parsed, value, schema, check)
+                if error is None:
+                    return Structured(value, raw_text, None, calls, usage, calls)
         else:
             try:
-                value = parse_json_reply(reply.text, schema)
+                value = parse_json_reply(reply.text, schema, check)
             except ValueError as exc:
                 error = str(exc)
             else:
@@ -286,8 +328,10 @@ async def _ask(
         feedback = error
         if is_truncated(reply.finish_reason):
             feedback = f"{error}; the reply hit the length limit, so answer more briefly"
+        if attempt == attempts:
+            break
         said = reply.text if reply.text.strip() else "(empty reply)"  # some APIs reject empty turns
-        conversation += [Message("assistant", said), Message("user", _feedback(feedback))]
+        conversation += [Message("assistant", said), Message("user", retry_feedback(feedback, attempt + 1, attempts))]
     # Never replay a failure from the cache: the next run asks the model again.
     for drop in forget:
         drop()

@@ -26,6 +26,15 @@ def verify_version() -> str:
 
 TraitStatus = Literal["scored", "unscored", "skipped", "auto_failed"]
 Score = bool | int | float
+Verdict = Literal["passed", "failed", "incomplete"]
+"""``incomplete``: some evaluation the task needed was not judged (an unusable reply, an outage, a
+template that did not compile), so neither pass nor fail is known."""
+
+UnscoredCategory = Literal["unparseable", "invalid_reply", "code", "no_answer", "nothing_to_evaluate"]
+"""Why an evaluation was not judged when no model call failed for good (those carry the model
+error's category: ``timeout``, ``rate_limit``, ...). ``unparseable``: no reply held usable JSON;
+``invalid_reply``: JSON, but wrong (a label not offered, a score out of range, the schema echoed);
+``code``: a regex or callable trait (or the template's code) could not run."""
 
 
 class _Model(BaseModel):
@@ -65,6 +74,24 @@ class StageUsage(_Model):
     calls: int = 0
     cached_calls: int = 0
     failed_calls: int = 0
+    http_attempts: int = Field(default=0, description="requests sent over the wire (retries included; 0 for cached calls)")
+
+
+class Coverage(_Model):
+    """How many of the task's evaluations were judged: each rubric trait that was not skipped,
+    plus the template verification when the template stages run."""
+
+    judged: int = 0
+    total: int = 0
+    by_code_judged: int = Field(default=0, description="of judged: regex and callable traits (no judge involved)")
+    by_code_total: int = Field(default=0, description="of total: regex and callable traits")
+    unscored: dict[str, str] = Field(
+        default_factory=dict, description="evaluation (trait name, or 'template') -> why it was not judged"
+    )
+
+    @property
+    def complete(self) -> bool:
+        return self.judged == self.total and not self.unscored
 
 
 class Metadata(_Model):
@@ -83,6 +110,8 @@ class Metadata(_Model):
     evaluation_mode: str
     stages: list[str] = Field(default_factory=list, description="stages that ran, in order")
     failure: Failure | None = None
+    verdict: Verdict | None = Field(default=None, description="None in results written before verdicts existed")
+    coverage: Coverage | None = None
     caveats: list[str] = Field(default_factory=list, description="e.g. embedding_override")
     errors: list[StageError] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
@@ -135,6 +164,12 @@ class TraitOutcome(_Model):
     error_category: str | None = Field(
         default=None, description="set when a model call failed for good (rate_limit, timeout, ...)"
     )
+    unscored_category: UnscoredCategory | None = Field(
+        default=None, description="why an unscored trait was not judged, when no model call failed"
+    )
+    label_read_as: str | None = Field(
+        default=None, description="the judge's label as written, when it was mapped leniently to a class name"
+    )
 
 
 class RubricSection(_Model):
@@ -157,6 +192,9 @@ class Excerpt(_Model):
     start: int
     end: int
     match_method: str
+    spans: list[tuple[int, int]] | None = Field(
+        default=None, description="one (start, end) per part of a quote that elides text ('A ... B')"
+    )
     search_results: list[dict[str, Any]] | None = None
     hallucination_risk: str | None = None
     hallucination_justification: str | None = None
@@ -228,7 +266,13 @@ class VerificationResult(_Model):
     deep_judgment_rubric: DeepJudgmentRubricSection | None = None
 
     @property
+    def verdict(self) -> Verdict:
+        if self.metadata.verdict is not None:
+            return self.metadata.verdict
+        if self.metadata.failure is not None or (self.template is not None and self.template.verify_result is False):
+            return "failed"  # a result written before verdicts existed
+        return "passed"
+
+    @property
     def passed(self) -> bool:
-        if self.metadata.failure is not None:
-            return False
-        return not (self.template is not None and self.template.verify_result is False)
+        return self.verdict == "passed"

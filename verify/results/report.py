@@ -70,11 +70,16 @@ def render_plan(benchmark: Benchmark, config: VerificationConfig, questions: Seq
 def render_summary(outcome: RunOutcome) -> None:
     console = _console()
     s = outcome.summary
+    console.print(f"coverage: {s.coverage_line()}")
+    rate = f"{s.pass_rate:.3f}" if s.passed + s.failed else "n/a (no task was fully judged)"
     console.print(
         f"tasks: {s.total} (resumed {outcome.resumed}) | passed {s.passed} | failed {s.failed} | "
-        f"with errors {s.errors} | pass rate {s.pass_rate:.3f}"
+        f"incomplete {s.incomplete} | with errors {s.errors} | pass rate {rate} (of complete tasks)"
     )
-    console.print(f"model calls: {s.model_calls} live, {s.cached_calls} from cache; tokens {s.tokens}")
+    console.print(
+        f"model calls: {s.model_calls} live ({s.http_attempts} HTTP attempts), {s.cached_calls} from cache; "
+        f"tokens {s.tokens}"
+    )
     if s.prices is not None:
         unpriced = f" (no price for: {', '.join(sorted(s.unpriced_models))})" if s.unpriced_models else ""
         console.print(f"estimated cost: ${s.cost_usd:.4f}{unpriced}")
@@ -87,7 +92,7 @@ def render_summary(outcome: RunOutcome) -> None:
     if s.failure_categories:
         console.print("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(s.failure_categories.items())))
     models = Table(title="by model (answering / judge)")
-    for col in ("models", "passed", "tasks", "pass rate"):
+    for col in ("models", "passed", "complete tasks", "pass rate"):
         models.add_column(col)
     for key, (passed, total) in sorted(s.by_model.items()):
         models.add_row(key, str(passed), str(total), f"{passed / total:.3f}" if total else "-")

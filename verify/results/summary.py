@@ -1,4 +1,7 @@
-"""The run summary: pass rate, failures, calls, tokens and cost per model and per trait.
+"""The run summary: coverage, pass rate, failures, calls, tokens and cost per model and per trait.
+
+Coverage leads: how many of the run's evaluations were judged, and why the rest were not. The
+pass rate counts complete tasks only (passed / (passed + failed)); an incomplete task is neither.
 
 Aggregated one result at a time, so a long run never holds every result for it.
 """
@@ -9,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from verify.results.models import VerificationResult
+from verify.results.verdict import coverage_of
 
 __all__ = ["Summary", "TraitTally"]
 
@@ -33,12 +37,19 @@ class Summary:
     total: int = 0
     passed: int = 0
     failed: int = 0
+    incomplete: int = 0
     errors: int = 0
+    judged: int = 0
+    evaluations: int = 0
+    by_code_judged: int = 0
+    by_code: int = 0
+    unscored: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     by_model: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
     by_trait: dict[str, TraitTally] = field(default_factory=lambda: defaultdict(TraitTally))
     failure_categories: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     model_calls: int = 0
     cached_calls: int = 0
+    http_attempts: int = 0
     tokens: int = 0
     dj_traits: int = 0
     dj_excerpts: int = 0
@@ -62,12 +73,26 @@ class Summary:
         self.total += 1
         meta = result.metadata
         key = f"{meta.answering.display} / {meta.parsing.display}"
-        self.by_model[key][1] += 1
-        if result.passed:
+        verdict = result.verdict
+        if verdict == "passed":
             self.passed += 1
             self.by_model[key][0] += 1
-        else:
+        elif verdict == "failed":
             self.failed += 1
+        else:
+            self.incomplete += 1
+        if verdict != "incomplete":
+            self.by_model[key][1] += 1
+        coverage = meta.coverage or coverage_of(
+            planned_traits=result.rubric.trait_status if result.rubric else [], rubric=result.rubric,
+            template_planned=False, template=result.template, failure=meta.failure, answered=True,
+        )  # a result written before coverage existed: its rubric only
+        self.judged += coverage.judged
+        self.evaluations += coverage.total
+        self.by_code_judged += coverage.by_code_judged
+        self.by_code += coverage.by_code_total
+        for why in coverage.unscored.values():
+            self.unscored[why] += 1
         if meta.errors:
             self.errors += 1
         if meta.failure:
@@ -76,6 +101,7 @@ class Summary:
             usage = result.template.usage_metadata["total"]
             self.model_calls += usage.calls - usage.cached_calls
             self.cached_calls += usage.cached_calls
+            self.http_attempts += usage.http_attempts
             self.tokens += usage.total_tokens
             if self.prices is not None:
                 # Cached calls cost nothing; answer tokens are priced as the answering model's.
@@ -108,4 +134,29 @@ class Summary:
 
     @property
     def pass_rate(self) -> float:
-        return self.passed / self.total if self.total else 0.0
+        """Passed over complete tasks (0.0 when no task is complete)."""
+        complete = self.passed + self.failed
+        return self.passed / complete if complete else 0.0
+
+    @property
+    def coverage(self) -> float:
+        """Judged evaluations over all evaluations (1.0 for a run with none)."""
+        return self.judged / self.evaluations if self.evaluations else 1.0
+
+    def coverage_line(self) -> str:
+        """"judged 9,870 of 10,000 evaluations (98.7%); 130 unscored: 90 unparseable, 40 timeout".
+
+        When some evaluations are decided by code (regex, callable traits), the judge's share is
+        shown apart: a run whose judge judged nothing must say so, whatever the regexes did.
+        """
+        split = ""
+        if self.by_code:
+            by_judge = self.evaluations - self.by_code
+            split = (f"; by the judge {self.judged - self.by_code_judged:,} of {by_judge:,}, "
+                     f"by code {self.by_code_judged:,} of {self.by_code:,}")
+        line = f"judged {self.judged:,} of {self.evaluations:,} evaluations ({self.coverage:.1%}{split})"
+        missing = self.evaluations - self.judged
+        if missing or self.unscored:
+            reasons = ", ".join(f"{n:,} {why}" for why, n in sorted(self.unscored.items(), key=lambda kv: -kv[1]))
+            line += f"; {missing:,} unscored: {reasons}"
+        return line

@@ -20,9 +20,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from verify.benchmark.traits import CallableTrait, RegexTrait
 from verify.errors import TRANSIENT_CATEGORIES, ModelError
 from verify.llm.recording import CallRecord
 from verify.results.models import (
+    Coverage,
     Metadata,
     ModelIdentity,
     StageError,
@@ -30,12 +32,13 @@ from verify.results.models import (
     TemplateSection,
     VerificationResult,
 )
+from verify.results.verdict import coverage_of, verdict_of
 from verify.secrets import redact
 from verify.stages import Stage
 from verify.stages.answer import GenerateAnswer
 from verify.stages.auto_fail import DeepJudgmentAutoFail, DeepJudgmentRubricAutoFail
 from verify.stages.checks import AbstentionCheck, EmbeddingCheck, SufficiencyCheck
-from verify.stages.rubric import RubricEvaluation
+from verify.stages.rubric import RubricEvaluation, evaluates
 from verify.stages.template import ParseTemplate, ValidateTemplate, VerifyTemplate
 
 if TYPE_CHECKING:
@@ -80,7 +83,18 @@ def _usage(records: Sequence[CallRecord]) -> dict[str, StageUsage]:
             u.calls += 1
             u.cached_calls += int(r.cached)
             u.failed_calls += int(r.failed)
+            u.http_attempts += r.attempts
     return groups
+
+
+def task_coverage(state: TaskState, deps: Deps) -> Coverage:
+    config = deps.config
+    planned = [t for t in state.task.rubric.traits if evaluates(t)] if config.rubric_enabled else []
+    return coverage_of(
+        planned_traits=[t.name for t in planned], by_code=[t.name for t in planned if isinstance(t, RegexTrait | CallableTrait)],
+        rubric=state.rubric, template_planned=config.template_enabled,
+        template=state.template.section, failure=state.failure, answered=state.answer is not None,
+    )
 
 
 def finalize(state: TaskState, deps: Deps, started: float) -> VerificationResult:
@@ -93,6 +107,7 @@ def finalize(state: TaskState, deps: Deps, started: float) -> VerificationResult
         group = "retry" if err.category in TRANSIENT_CATEGORIES else "system"
         category = err.category if err.category in TRANSIENT_CATEGORIES else "unexpected_error"
         state.fail(category, err.stage, err.message, group)
+    coverage = task_coverage(state, deps)
     records = [*(deps.answerer.records if deps.answerer else []), *deps.judge.records]
     metadata = Metadata(
         question_id=task.question.id,
@@ -110,6 +125,8 @@ def finalize(state: TaskState, deps: Deps, started: float) -> VerificationResult
         evaluation_mode=deps.config.evaluation_mode,
         stages=[*state.stages, FINALIZE],
         failure=state.failure,
+        verdict=verdict_of(state.failure, coverage),
+        coverage=coverage,
         caveats=list(tpl.caveats),
         errors=state.errors,
         warnings=state.warnings[:50],

@@ -28,7 +28,7 @@ from verify.run.pipeline import FINALIZE, plan, run_task
 from verify.run.progress import ProgressBar
 from verify.run.services import AdapterFactory, Services
 from verify.run.state import AnswerMemo, Deps, Task, TaskState
-from verify.run.tasks import build_tasks, needs_search, select_questions
+from verify.run.tasks import build_tasks, check_something_to_evaluate, needs_search, select_questions
 from verify.stages import Stage
 from verify.templates.time_limit import DEFAULT_CODE_TIME_LIMIT
 
@@ -84,9 +84,12 @@ class RunOutcome:
     config_warnings: list[str] = field(default_factory=list)
 
 
-def run_header(config: VerificationConfig, stages: Sequence[Stage], run_name: str | None, tasks: int) -> dict[str, Any]:
+def run_header(
+    config: VerificationConfig, stages: Sequence[Stage], run_name: str | None, tasks: int,
+    structured_output: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """What a results file says about itself: versions, the effective config (secrets masked),
-    the plan and the config warnings."""
+    the plan, the config warnings, and the structured-output method each model ended up with."""
     return {
         "schema_version": SCHEMA_VERSION,
         "verify_version": verify_version(),
@@ -95,6 +98,7 @@ def run_header(config: VerificationConfig, stages: Sequence[Stage], run_name: st
         "tasks": tasks,
         "plan": [*(stage.name for stage in stages), FINALIZE],
         "config_warnings": config_warnings(config),
+        "structured_output": structured_output or {},
         "config": config_to_dict(config),
     }
 
@@ -127,6 +131,7 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
             "answering_models is empty: there is no answer to judge (parsing_only runs are not supported)",
             "add an answering model, or record answers with --manual-traces FILE / --answers FILE",
         )
+    check_something_to_evaluate(benchmark, config, questions)
     if options.output is not None:
         check_output(options.output)
     stages = plan(config)
@@ -243,7 +248,8 @@ async def _run(
         for r in latest_results(progress_file):
             summary.add(r)
         export(latest_results(progress_file), options.output,
-               header=run_header(config, stages, options.run_name, summary.total))
+               header=run_header(config, stages, options.run_name, summary.total,
+                                 services.structured_output_methods()))
         if options.keep_results:
             results = list(latest_results(progress_file))
         progress_file.unlink()

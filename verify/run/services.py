@@ -1,11 +1,12 @@
 """What a run shares between its tasks: one live model per model config, the response cache, the
-concurrency limits and the search ports. Built before any task runs, closed when the run ends."""
+concurrency limits (the run's, and one per model server) and the search ports. Built before any
+task runs, closed when the run ends."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from verify.config.verification import VerificationConfig
     from verify.llm.cache import ResponseCache
 
-__all__ = ["AdapterFactory", "Services", "search_port"]
+__all__ = ["AdapterFactory", "Services", "endpoint_key", "endpoint_limiters", "search_port"]
 
 #: Builds the innermost model (the adapter) for a model config; the run always wraps it in the
 #: same cache -> retry -> limit chain as the adapters verify builds itself.
@@ -33,6 +34,27 @@ def search_port(tool: Any, cache: ResponseCache | None) -> Search:
     tool_id = tool if isinstance(tool, str) else getattr(tool, "__qualname__", repr(tool))
     # API keys are read here, at the edge, never inside the config model.
     return CachedSearch(make_search(tool, api_key=os.environ.get("TAVILY_API_KEY")), cache, tool_id=tool_id)
+
+
+def endpoint_key(model: ModelConfig) -> str:
+    """The server ``model`` is served by: its endpoint URL (without a trailing ``/`` or ``/v1``),
+    else the model itself."""
+    url = model.endpoint_base_url or model.anthropic_base_url or (model.extra_kwargs or {}).get("base_url")
+    if isinstance(url, str) and url:
+        return url.rstrip("/").removesuffix("/v1").lower()
+    return canonical(model)
+
+
+def endpoint_limiters(models: Iterable[ModelConfig]) -> dict[str, asyncio.Semaphore]:
+    """One semaphore per server that a model caps (``max_concurrent_requests``): models served by
+    the same endpoint share it, sized by the smallest cap among them."""
+    caps: dict[str, int] = {}
+    for model in models:
+        cap = model.max_concurrent_requests
+        if cap is not None:
+            key = endpoint_key(model)
+            caps[key] = min(cap, caps.get(key, cap))
+    return {key: asyncio.Semaphore(cap) for key, cap in caps.items()}
 
 
 class Services:
@@ -56,6 +78,8 @@ class Services:
                 ) from None
         limit = config.max_concurrent_requests
         self.limiter = asyncio.Semaphore(limit) if limit else None
+        self.endpoint_limiters = endpoint_limiters([*config.answering_models, *config.parsing_models])
+        self.configs: dict[str, ModelConfig] = {}
 
     def model(self, model: ModelConfig) -> ChatModel | None:
         """The live model of ``model`` (``None`` for the manual interface, which only replays)."""
@@ -67,10 +91,25 @@ class Services:
 
             self.built[key] = build_model(
                 model, cache=self.cache, limiter=self.limiter, policy=self.config.retry_policy,
+                endpoint_limiter=self.endpoint_limiters.get(endpoint_key(model)),
                 request_timeout=self.config.request_timeout, adapter_factory=self.adapter_factory,
                 error_patterns=self.config.custom_error_patterns,
             )
+            self.configs[key] = model
         return self.built[key]
+
+    def structured_output_methods(self) -> dict[str, str]:
+        """``{model id: structured-output method}`` of the built models whose adapter says which
+        method it uses (``structured_output``: json_schema, json_mode, function_calling or none)."""
+        methods: dict[str, str] = {}
+        for key, built in self.built.items():
+            layer: Any = built
+            while layer is not None and not isinstance(getattr(layer, "structured_output", None), str):
+                layer = getattr(layer, "inner", None)  # walk the wrapper chain down to the adapter
+            if layer is not None:
+                model_id = self.configs[key].id
+                methods[key if model_id is None or model_id in methods else model_id] = layer.structured_output
+        return methods
 
     def rubric_search(self) -> Search:
         return search_port(self.config.deep_judgment_rubric_search_tool, self.cache)

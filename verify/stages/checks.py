@@ -50,7 +50,7 @@ class AbstentionCheck:
         messages = JudgeInstructions.of(state.task.parsing, deps.config).messages("abstention_detection", prompt)
         reply = await ask_structured(deps.judge, messages, tp.AbstentionResult, purpose=Purpose.ABSTENTION_CHECK)
         if reply.value is None:
-            state.warnings.append(f"abstention check not performed: judge reply unparseable: {reply.error}")
+            state.warnings.append(f"abstention check not performed: judge reply unusable after {reply.attempts} attempt(s): {reply.error}")
             return
         sec.abstention_check_performed = True
         sec.abstention_reasoning = reply.value.reasoning or None
@@ -80,7 +80,7 @@ class SufficiencyCheck:
         messages = JudgeInstructions.of(state.task.parsing, deps.config).messages("sufficiency_detection", prompt)
         reply = await ask_structured(deps.judge, messages, tp.SufficiencyResult, purpose=Purpose.SUFFICIENCY_CHECK)
         if reply.value is None:
-            state.warnings.append(f"sufficiency check not performed: judge reply unparseable: {reply.error}")
+            state.warnings.append(f"sufficiency check not performed: judge reply unusable after {reply.attempts} attempt(s): {reply.error}")
             return
         sec.sufficiency_check_performed = True
         sec.sufficiency_detected = reply.value.sufficient  # True = sufficient (karenina's meaning)

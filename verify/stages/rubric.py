@@ -10,23 +10,27 @@ could not score is ``unscored`` with the reason; it never takes other traits' sc
 from __future__ import annotations
 
 import asyncio
-import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from verify.benchmark.traits import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait
 from verify.config.deep_judgment import resolve_rubric
 from verify.errors import TRANSIENT_CATEGORIES, ModelError
 from verify.judging import prompts
-from verify.judging.deep_judgment import (
-    TraitContext,
-    TraitJudgment,
-    judge_trait,
-    read_verdict,
-    verdict_schema,
-)
+from verify.judging.deep_judgment import TraitContext, TraitJudgment, judge_trait
 from verify.judging.deterministic import confusion_metrics, eval_callable, eval_regex
 from verify.judging.prompts import JudgeInstructions
-from verify.llm.ports import ChatModel, Purpose
+from verify.judging.verdicts import (
+    check_label,
+    check_score,
+    match_names,
+    read_verdict,
+    verdict_check,
+    verdict_schema,
+)
+from verify.llm.ports import ChatModel, Message, Purpose
 from verify.llm.resilience import redact
 from verify.llm.structured import ask_structured
 from verify.results.models import DeepJudgmentRubricSection, RubricSection, Score, StageError, TraitOutcome
@@ -39,66 +43,89 @@ if TYPE_CHECKING:
 Outcomes = dict[str, TraitOutcome]
 
 
-def check_score(trait: LLMTrait, value: Any) -> TraitOutcome:
-    """Validate one raw batch value against the trait; out-of-range values are unscored, not clamped."""
-    if trait.kind == "boolean":
-        if isinstance(value, bool):
-            return TraitOutcome(status="scored", score=value)
-        if isinstance(value, int | str) and str(value).strip().lower() in {"true", "false", "1", "0", "yes", "no"}:
-            return TraitOutcome(status="scored", score=str(value).strip().lower() in {"true", "1", "yes"})
-        return TraitOutcome(status="unscored", reason=f"expected true/false, got {value!r}")
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or int(value) != value:
-        return TraitOutcome(status="unscored", reason=f"expected an integer score, got {value!r}")
-    lo, hi = trait.min_score, trait.max_score
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        return TraitOutcome(status="unscored", reason=f"score {value} outside [{lo}, {hi}]")
-    return TraitOutcome(status="scored", score=int(value))
+def evaluates(trait: Any) -> bool:
+    """Whether the rubric stage evaluates this trait (agentic and template-kind traits are skipped)."""
+    return not isinstance(trait, AgenticTrait) and not (isinstance(trait, LLMTrait) and trait.kind == "template")
 
 
-def check_label(trait: LLMTrait, label: str) -> TraitOutcome:
-    names = trait.class_names
-    match = next((n for n in names if n == label), None) or next(
-        (n for n in names if n.lower() == label.strip().lower()), None
+BATCH_ATTEMPTS = 3
+"""Batch replies with invalid or missing traits are asked again, for those traits only, up to this many times."""
+
+
+def _batch_feedback(problems: list[str], attempt: int, example: str) -> str:
+    lines = "\n".join(f"- {p}" for p in problems)
+    return (
+        f"Some traits of your reply could not be used:\n{lines}\n"
+        f"Reply again (attempt {attempt} of {BATCH_ATTEMPTS}) for these traits only, with their exact names: "
+        f"{example}"
     )
-    if match is None:
-        return TraitOutcome(status="unscored", reason=f"label {label!r} is not one of {names}")
-    return TraitOutcome(status="scored", score=names.index(match), label=match)
+
+
+async def ask_batch(
+    judge: ChatModel, messages: list[Message], traits: list[LLMTrait], schema: type[BaseModel], purpose: Purpose,
+    read: Callable[[Any], dict[str, Any]], check: Callable[[LLMTrait, Any], TraitOutcome], example: str,
+) -> Outcomes:
+    """One batch call for several traits; traits whose value is missing or invalid are asked again,
+    alone, with feedback. Every trait left unscored keeps the reply it was last read from."""
+    outcomes: Outcomes = {}
+    pending = list(traits)
+    conversation = list(messages)
+    for attempt in range(1, BATCH_ATTEMPTS + 1):
+        reply = await ask_structured(judge, conversation, schema, purpose=purpose)
+        if reply.value is None:
+            why = f"judge reply unusable after {reply.attempts} attempt(s): {reply.error}"
+            for t in pending:
+                outcomes[t.name] = TraitOutcome(status="unscored", reason=why, raw_reply=reply.raw_text,
+                                                unscored_category="unparseable")
+            return outcomes
+        values = match_names(read(reply.value), [t.name for t in pending])
+        problems: list[str] = []
+        for t in pending:
+            if t.name in values:
+                outcome = check(t, values[t.name])
+            else:
+                outcome = TraitOutcome(status="unscored", reason="trait missing from the judge's reply",
+                                       unscored_category="invalid_reply")
+            if outcome.status == "unscored":
+                outcome.raw_reply = reply.raw_text
+                problems.append(f"{t.name}: {outcome.reason}")
+            outcomes[t.name] = outcome
+        pending = [t for t in pending if outcomes[t.name].status == "unscored"]
+        if not pending or attempt == BATCH_ATTEMPTS:
+            break
+        said = reply.raw_text if reply.raw_text.strip() else "(empty reply)"
+        conversation += [Message("assistant", said), Message("user", _batch_feedback(problems, attempt + 1, example))]
+    return outcomes
+
+
+def _scores(value: Any) -> dict[str, Any]:
+    return dict(value.scores)
+
+
+def _labels(value: Any) -> dict[str, Any]:
+    found = value.classifications
+    if isinstance(found, dict):
+        return dict(found)
+    return {c.trait_name: c.class_name for c in found}
 
 
 async def batch_scores(judge: ChatModel, question: str, answer: str, traits: list[LLMTrait], reference: str | None,
                        instructions: JudgeInstructions) -> Outcomes:
     text = prompts.batch_rubric_prompt(question, answer, traits, reference)
-    reply = await ask_structured(
-        judge, instructions.messages("rubric_llm_trait_batch", text),
-        prompts.BatchRubricScores, purpose=Purpose.RUBRIC_BATCH,
+    return await ask_batch(
+        judge, instructions.messages("rubric_llm_trait_batch", text), traits, prompts.BatchRubricScores,
+        Purpose.RUBRIC_BATCH, _scores, check_score, '{"scores": {"<trait name>": <value>}}.',
     )
-    if reply.value is None:
-        why = f"judge reply unparseable: {reply.error}"
-        return {t.name: TraitOutcome(status="unscored", reason=why, raw_reply=reply.raw_text) for t in traits}
-    scores = reply.value.scores
-    return {
-        t.name: check_score(t, scores[t.name]) if t.name in scores
-        else TraitOutcome(status="unscored", reason="trait missing from the judge's batch reply")
-        for t in traits
-    }
 
 
 async def batch_labels(judge: ChatModel, question: str, answer: str, traits: list[LLMTrait],
                        instructions: JudgeInstructions) -> Outcomes:
     text = prompts.batch_literal_prompt(question, answer, traits)
-    reply = await ask_structured(
-        judge, instructions.messages("rubric_literal_trait_batch", text),
-        prompts.BatchLiteralClassifications, purpose=Purpose.RUBRIC_LITERAL_BATCH,
+    return await ask_batch(
+        judge, instructions.messages("rubric_literal_trait_batch", text), traits,
+        prompts.BatchLiteralClassifications, Purpose.RUBRIC_LITERAL_BATCH, _labels, check_label,
+        '{"classifications": [{"trait_name": "...", "class_name": "<one class name>"}]}.',
     )
-    if reply.value is None:
-        why = f"judge reply unparseable: {reply.error}"
-        return {t.name: TraitOutcome(status="unscored", reason=why, raw_reply=reply.raw_text) for t in traits}
-    labels = {c.trait_name: c.class_name for c in reply.value.classifications}
-    return {
-        t.name: check_label(t, labels[t.name]) if t.name in labels
-        else TraitOutcome(status="unscored", reason="trait missing from the judge's reply")
-        for t in traits
-    }
 
 
 async def single_score(judge: ChatModel, question: str, answer: str, trait: LLMTrait, reference: str | None,
@@ -107,24 +134,29 @@ async def single_score(judge: ChatModel, question: str, answer: str, trait: LLMT
     task: PromptTask = "rubric_literal_trait_single" if trait.kind == "literal" else "rubric_llm_trait_single"
     reply = await ask_structured(
         judge, instructions.messages(task, text),
-        verdict_schema(trait), purpose=Purpose.RUBRIC_SINGLE, trait=trait.name,
+        verdict_schema(trait), purpose=Purpose.RUBRIC_SINGLE, trait=trait.name, check=verdict_check(trait),
     )
     if reply.value is None:
-        return {trait.name: TraitOutcome(status="unscored", reason=f"judge reply unparseable: {reply.error}",
-                                         raw_reply=reply.raw_text)}
-    score, label = read_verdict(trait, reply.value)
-    return {trait.name: TraitOutcome(status="scored", score=score, label=label)}
+        return {trait.name: TraitOutcome(status="unscored", reason=f"judge reply unusable after {reply.attempts} attempt(s): {reply.error}",
+                                         raw_reply=reply.raw_text, unscored_category="unparseable")}
+    return {trait.name: read_verdict(trait, reply.value)}
+
+
+def _some_list(raw: dict[str, Any], _value: Any) -> str | None:
+    if not any(key in raw for key in ("tp", "fn", "fp", "tn")):
+        return 'no list given: return {"tp": [...], "fn": [...], "fp": [...], "tn": [...]}'
+    return None
 
 
 async def metric_scores(judge: ChatModel, question: str, answer: str, trait: MetricTrait,
                         instructions: JudgeInstructions) -> tuple[str, Any]:
     reply = await ask_structured(
         judge, instructions.messages("rubric_metric_trait", prompts.metric_prompt(question, answer, trait)),
-        prompts.ConfusionMatrixOutput, purpose=Purpose.RUBRIC_METRIC, trait=trait.name,
+        prompts.ConfusionMatrixOutput, purpose=Purpose.RUBRIC_METRIC, trait=trait.name, check=_some_list,
     )
     if reply.value is None:
-        return trait.name, TraitOutcome(status="unscored", reason=f"judge reply unparseable: {reply.error}",
-                                        raw_reply=reply.raw_text)
+        return trait.name, TraitOutcome(status="unscored", reason=f"judge reply unusable after {reply.attempts} attempt(s): {reply.error}",
+                                        raw_reply=reply.raw_text, unscored_category="unparseable")
     lists, metrics = confusion_metrics(trait, reply.value.model_dump())
     return trait.name, (lists, metrics)
 
@@ -192,7 +224,8 @@ class RubricEvaluation:
                 verdict = eval_regex(trait, answer) if isinstance(trait, RegexTrait) else eval_callable(trait, answer)
                 status[trait.name] = (
                     TraitOutcome(status="scored", score=verdict.score, label=verdict.label)
-                    if verdict.score is not None else TraitOutcome(status="unscored", reason=verdict.reason)
+                    if verdict.score is not None
+                    else TraitOutcome(status="unscored", reason=verdict.reason, unscored_category="code")
                 )
             elif isinstance(trait, AgenticTrait):
                 status[trait.name] = TraitOutcome(status="skipped", reason="agentic traits need an agent runtime")
@@ -233,6 +266,8 @@ class RubricEvaluation:
             status[item.name] = TraitOutcome(
                 status=item.status, score=item.score, label=item.label,
                 reason=item.reason, raw_reply=item.raw_reply, error_category=item.error_category,
+                label_read_as=item.label_read_as,
+                unscored_category="unparseable" if item.status == "unscored" and not item.error_category else None,
             )
         fill_scores(section, rubric.traits)
         state.rubric = section

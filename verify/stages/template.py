@@ -22,10 +22,11 @@ from pydantic import ValidationError
 from verify.errors import validation_lines
 from verify.judging.prompts import JudgeInstructions
 from verify.llm.ports import Purpose
-from verify.llm.structured import ask_structured
+from verify.llm.structured import Check, ask_structured
 from verify.results.models import StageError
 from verify.templates import prompts as tp
 from verify.templates.compiler import (
+    CompiledTemplate,
     TemplateError,
     compile_template,
     ground_truth_of,
@@ -79,6 +80,26 @@ def _dj_settings(config: VerificationConfig) -> DJSettings:
     )
 
 
+def parse_check(compiled: CompiledTemplate) -> Check:
+    """What makes a parse reply unusable although it validates against the null-tolerant model.
+
+    Any JSON object fits a model whose fields are all optional: ``{}`` or an echoed schema would
+    parse with every field null, and the answer would then look wrong when the judge failed.
+    """
+    names = compiled.field_names
+    required = [n for n in names if compiled.answer_cls.model_fields[n].is_required()]
+
+    def check(raw: dict[str, Any], value: Any) -> str | None:
+        if not any(name in raw for name in names):
+            return f"the reply names no field of the template; give a value (or null) for each of: {', '.join(names)}"
+        if required and all(getattr(value, name, None) is None for name in required):
+            return (f"every required field is null ({', '.join(required)}); fill each with the value the response "
+                    "gives, and use null only for a field the response really does not give")
+        return None
+
+    return check
+
+
 class ParseTemplate:
     name = "parse_template"
     summary = "the judge fills the template's fields (after template deep judgment, when on)"
@@ -107,14 +128,14 @@ class ParseTemplate:
                                  compiled.relaxed_schema(), reasoning)
         messages = instructions.messages("parsing", prompt, tp.PARSE_SYSTEM)
         reply = await ask_structured(deps.judge, messages, compiled.relaxed_cls,
-                                     purpose=Purpose.PARSING)
+                                     purpose=Purpose.PARSING, check=parse_check(compiled))
         if tpl.deep_judgment is not None:
             dj = tpl.deep_judgment
             dj.deep_judgment_model_calls = reply.calls + sum(
                 1 for r in deps.judge.records if r.purpose.is_template_deep_judgment
             )
         if reply.value is None:
-            self._fail(state, f"judge reply unparseable: {reply.error}", reply.raw_text)
+            self._fail(state, f"judge reply unusable after {reply.attempts} attempt(s): {reply.error}", reply.raw_text)
             return
         values: dict[str, Any] = reply.value.model_dump()
         try:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from verify.judging.deep_judgment import RISK_ORDER, TraitContext, check_with_search
 from verify.judging.excerpts import validate_excerpts
 from verify.judging.prompts import JudgeInstructions
+from verify.judging.quotes import read_quotes
 from verify.llm.ports import ChatModel, Purpose, Search
 from verify.llm.structured import ask_structured
 from verify.results.models import DeepJudgmentSection, Excerpt, RejectedExcerpt
@@ -68,29 +69,36 @@ async def extract_excerpts(inp: DJInput, fields: list[FieldSpec], s: DJSettings,
                                      purpose=Purpose.TEMPLATE_DJ_EXCERPTS, max_parse_retries=0)
         if reply.value is None:
             error = f"excerpt reply unparseable: {reply.error}"
-            feedback = f"Your previous reply could not be used ({reply.error}). Reply with the JSON format asked."
+            feedback = (f"Attempt {attempt + 1} of {attempts}. Your previous reply could not be used ({reply.error}). "
+                        "Reply with the JSON format asked.")
             continue
         parsed_any, error = True, None
         lines: list[str] = []
+        retry_placeholder: set[str] = set()
         for name in names:
             if valid[name]:
                 continue  # validated in an earlier attempt
-            items = [e for e in reply.value.excerpts.get(name, []) if e.text.strip()][: s.max_excerpts]
+            items, placeholders = read_quotes(reply.value.excerpts.get(name), s.max_excerpts)
+            if placeholders and not items:
+                retry_placeholder.add(name)
+                lines.append(f"- {name}: a placeholder copied from the instructions is not a quote of the response")
             matches = validate_excerpts([e.text for e in items], inp.response, s.threshold)
             for item, m in zip(items, matches, strict=True):
                 if m.valid:
-                    confidence = item.confidence if item.confidence != "none" else "low"
-                    valid[name].append(Excerpt(text=item.text, confidence=confidence, similarity_score=round(m.similarity, 4),
-                                               start=m.start, end=m.end, match_method=m.method))
+                    valid[name].append(Excerpt(text=item.text, confidence=item.confidence,
+                                               similarity_score=round(m.similarity, 4), start=m.start, end=m.end,
+                                               match_method=m.method, spans=list(getattr(m, "spans", ())) if len(getattr(m, "spans", ())) > 1 else None))
                 else:
                     rejected.setdefault(name, []).append(RejectedExcerpt(
                         text=item.text, similarity_score=round(m.similarity, 4), reason=m.reason, attempt=attempt))
                     lines.append(f'- {name}: "{item.text}" (similarity {m.similarity:.2f}: {m.reason})')
-        retry_names = [n for n in names if not valid[n] and any(r.attempt == attempt for r in rejected.get(n, []))]
+        retry_names = [n for n in names if not valid[n] and (
+            n in retry_placeholder or any(r.attempt == attempt for r in rejected.get(n, [])))]
         if not retry_names:
             break
-        feedback = (f"These quotes do not appear verbatim in the response (threshold {s.threshold:.2f}):\n"
-                    + "\n".join(lines) + "\nCopy passages exactly as written.")
+        # the attempt number makes every retry a new request (never answered from the response cache)
+        feedback = (f"Attempt {attempt + 1} of {attempts}. These quotes do not appear verbatim in the response "
+                    f"(threshold {s.threshold:.2f}):\n" + "\n".join(lines) + "\nCopy passages exactly as written.")
     section.deep_judgment_excerpt_retry_count = max(0, attempt - 1)
     section.extracted_excerpts = {n: v for n, v in valid.items() if v}
     section.rejected_excerpts = rejected

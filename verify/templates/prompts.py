@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from verify.judging.prompts import JUDGE_SYSTEM, context_block
 from verify.templates.compiler import FieldSpec
@@ -53,7 +53,10 @@ class TemplateExcerpt(_Reply):
 class TemplateExcerptsOutput(_Reply):
     """Verbatim quotes of the response per template attribute."""
 
-    excerpts: dict[str, list[TemplateExcerpt]] = Field(default_factory=dict)
+    # Items are read one by one (verify.judging.quotes): one bad field must not discard the good quotes.
+    excerpts: Annotated[dict[str, Any], WithJsonSchema({
+        "type": "object", "additionalProperties": {"type": "array", "items": TemplateExcerpt.model_json_schema()},
+    })] = Field(default_factory=dict)
 
 
 class TemplateReasoningOutput(_Reply):

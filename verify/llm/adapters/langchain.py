@@ -10,21 +10,18 @@ Interfaces (``ModelConfig.interface``):
 
 SDK retries are switched off (``max_retries=0``): :class:`verify.llm.resilience.RetryingModel` retries.
 Credentials are read here and only here, from ``api_key_env`` (default ``os.environ``).
+``max_tokens`` (Ollama: ``num_predict``) is sent only when the config sets it.
 
-Structured output. When a request carries a schema, the adapter asks for it natively, with
-the method ``extra_kwargs.structured_output_method`` names, or else the provider default:
-
-* ``json_schema`` (OpenAI-like default): ``response_format={"type": "json_schema", ...,
-  "strict": False}``; Ollama (its default too) gets ``format=<schema>``.
-* ``function_calling`` (Anthropic and other providers' default): one tool, forced.
-* ``json_mode``: ``response_format={"type": "json_object"}`` / Ollama ``format="json"``.
-* ``none``: plain text; :mod:`verify.llm.structured` finds the JSON.
-
+Structured output. When a request carries a schema, the adapter asks for it with the method its
+:class:`~verify.llm.adapters.negotiation.MethodLadder` holds: ``json_schema``, ``json_mode``,
+``function_calling`` or ``none``, stepping down once per run when the provider says a method is not
+supported (see :mod:`verify.llm.adapters.negotiation`); ``structured_output`` is the method in use.
 The adapter only *reads* the reply: ``parsed`` is set when the content (or the tool arguments)
-is a JSON object; validation against the schema is :mod:`verify.llm.structured`'s job. If the
-provider rejects the native request itself (a 4xx such as "response_format not supported",
-or a local parse error in langchain), the adapter makes a plain call instead and, when that
-works, stops asking this endpoint for native output.
+is a JSON object; validation against the schema is :mod:`verify.llm.structured`'s job.
+
+A refused connection becomes :class:`~verify.llm.endpoints.EndpointUnreachable` (one line naming the
+URL). A call that runs past its timeout is cancelled, which closes its HTTP connection, so the
+server can notice that nobody waits for the reply.
 """
 
 from __future__ import annotations
@@ -38,6 +35,7 @@ import re
 import time
 import weakref
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from verify.errors import ModelSetupError
@@ -49,13 +47,20 @@ from verify.llm.adapters.langchain_messages import (
     new_openai_async_client,
     own_anthropic_client,
     reply_from_finish_error,
-    schema_name,
     secret_value,
     to_langchain,
     usage_of,
 )
+from verify.llm.adapters.negotiation import (
+    STRUCTURED_METHODS,
+    MethodLadder,
+    is_unsupported,
+    ladder_start,
+    structured_runnable,
+)
+from verify.llm.endpoints import EndpointUnreachable, connection_refused
 from verify.llm.ports import PURPOSE_HEADER, ChatReply, ChatRequest
-from verify.llm.resilience import classify_error, redact
+from verify.llm.resilience import note_attempts, redact
 from verify.llm.structured import is_truncated
 
 if TYPE_CHECKING:
@@ -69,10 +74,8 @@ __all__ = ["OPENROUTER_BASE_URL", "STRUCTURED_METHODS", "LangChainModel"]
 log = logging.getLogger(__name__)
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
-STRUCTURED_METHODS = ("json_schema", "function_calling", "json_mode", "none")
+_OLLAMA_DEFAULT_URL = "http://localhost:11434"
 
-# extra_kwargs keys that steer this adapter and are not passed to the model class
-_ADAPTER_KEYS = ("structured_output_method", "endpoint_base_url_mode")
 # providers whose chat class is ChatOpenAI: response_format json_schema goes straight to the SDK
 _OPENAI_LIKE = frozenset({"openai", "azure_openai"})
 _KEY_ENV = {
@@ -99,7 +102,7 @@ class LangChainModel:
         env: Mapping[str, str] = os.environ if api_key_env is None else api_key_env
         interface = config.interface
         extra = dict(config.extra_kwargs or {})
-        method = extra.pop("structured_output_method", None)
+        method = str(extra.pop("structured_output_method", None) or "auto")
         base_url_mode = extra.pop("endpoint_base_url_mode", None)
         model_name = config.model_name
         if not model_name:
@@ -157,11 +160,13 @@ class LangChainModel:
             )
 
         if provider == "ollama":
-            kwargs["num_predict"] = config.max_tokens
+            if config.max_tokens is not None:
+                kwargs["num_predict"] = config.max_tokens
             if self.timeout is not None:
                 kwargs["client_kwargs"] = {"timeout": self.timeout}
         else:
-            kwargs["max_tokens"] = config.max_tokens
+            if config.max_tokens is not None:
+                kwargs["max_tokens"] = config.max_tokens
             kwargs["max_retries"] = 0
             if self.timeout is not None:
                 kwargs["timeout"] = self.timeout
@@ -170,19 +175,24 @@ class LangChainModel:
         kwargs.update(extra)
 
         family = "openai" if provider in _OPENAI_LIKE else provider
-        if method is None:
-            method = "json_schema" if family in ("openai", "ollama") else "function_calling"
         if method not in STRUCTURED_METHODS:
             raise ModelSetupError(
                 f"model {config.id!r}: unknown structured_output_method {method!r}",
                 f"use one of {', '.join(STRUCTURED_METHODS)}",
             )
+        start = ladder_start(method, family)
         self.provider = provider
         self.model_name: str = model_name
         self.family = family
-        self.structured_method: str = method
         self.base_url = base_url
-        self.native_disabled = False
+        # the URL a refused connection is reported with (ChatOllama's default when none is set)
+        self.url = base_url or (_OLLAMA_DEFAULT_URL if provider == "ollama" else None)
+        self._probe_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.ladder = MethodLadder(start, model=str(config.id), where=self.url or provider)
+        # a self-hosted OpenAI-compatible server may constrain JSON mode with the schema (llama.cpp, vLLM)
+        self._schema_in_json_mode = base_url is not None and base_url != OPENROUTER_BASE_URL
         self._kwargs = kwargs
         self._http_clients: list[Any] = []  # the async HTTP clients this adapter opened, closed by aclose()
         self._llm = self._init(model_name, provider, kwargs)  # built now: setup errors surface early
@@ -190,7 +200,7 @@ class LangChainModel:
         self._loop_llms: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, BaseChatModel] = (
             weakref.WeakKeyDictionary()
         )
-        self._model_id = self._make_id(provider, model_name, base_url, extra, method)
+        self._model_id = self._make_id(provider, model_name, base_url, extra, start)
 
     # -- construction ------------------------------------------------------------------------------
 
@@ -293,6 +303,11 @@ class LangChainModel:
     def model_id(self) -> str:
         return self._model_id
 
+    @property
+    def structured_output(self) -> str:
+        """The structured-output method in use: json_schema, json_mode, function_calling or none."""
+        return self.ladder.method
+
     # -- calls ---------------------------------------------------------------------------------------
 
     def _call_kwargs(self, request: ChatRequest) -> dict[str, Any]:
@@ -309,62 +324,68 @@ class LangChainModel:
         async with asyncio.timeout(self.timeout * 1.5 + 1.0):
             return await runnable.ainvoke(messages, **kwargs)
 
-    def _native(self, llm: BaseChatModel, schema: dict[str, Any]) -> Any | None:
-        """The runnable that asks for ``schema`` natively, or None for a plain call."""
-        method = self.structured_method
-        if method == "none" or self.native_disabled:
-            return None
-        name = schema_name(schema)
-        if method == "function_calling":
-            tool = {
-                "type": "function",
-                "function": {"name": name, "description": str(schema.get("description") or f"Return the {name}."),
-                             "parameters": schema},
-            }  # fmt: skip
-            return llm.bind_tools([tool], tool_choice=name)
-        if self.family == "ollama":
-            return llm.bind(format=schema if method == "json_schema" else "json")
-        if self.family == "openai":
-            if method == "json_schema":
-                fmt = {
-                    "type": "json_schema",
-                    "json_schema": {"name": name, "schema": schema, "strict": False},
-                }
-                return llm.bind(response_format=fmt)
-            return llm.bind(response_format={"type": "json_object"})
-        # other providers: let langchain pick the wire format for this method
-        return llm.with_structured_output(schema, method=method, include_raw=True)
-
     async def complete(self, request: ChatRequest) -> ChatReply:
+        try:
+            return await self._complete(request)
+        except Exception as exc:
+            if self.url is not None and connection_refused(exc):
+                raise EndpointUnreachable(self.url) from exc
+            raise
+
+    async def _complete(self, request: ChatRequest) -> ChatReply:
         messages = to_langchain(request.messages)
         started = time.perf_counter()
         llm = self._llm_for_loop()
         kwargs = self._call_kwargs(request)
-        native = self._native(llm, request.schema) if request.schema is not None else None
-        if native is None:
-            message = await self._invoke(llm, messages, kwargs)
-            return self._reply(message, None, started)
-        try:
-            result = await self._invoke(native, messages, kwargs)
-        except Exception as exc:
-            reply = reply_from_finish_error(exc, started, self.model_id)
-            if reply is not None:
-                return reply
-            if not self._is_unsupported(exc):
-                raise
-            log.warning(
-                "%s: native structured output (%s) failed, using a plain call: %s",
-                self.model_id,
-                self.structured_method,
-                redact(str(exc), 200),
+        if request.schema is None:
+            return self._reply(await self._invoke(llm, messages, kwargs), None, started)
+        if self.ladder.settled:
+            return await self._structured(llm, messages, kwargs, request.schema, started)
+        # Until one structured call has worked, calls go one at a time: the method is found by the
+        # first, and the others are sent with it instead of each failing on the old one.
+        async with self._probe_lock():
+            reply = await self._structured(llm, messages, kwargs, request.schema, time.perf_counter())
+            self.ladder.settle()
+            return replace(reply, latency_s=time.perf_counter() - started)
+
+    def _probe_lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        lock = self._probe_locks.get(loop)
+        if lock is None:
+            lock = self._probe_locks[loop] = asyncio.Lock()
+        return lock
+
+    async def _structured(
+        self, llm: BaseChatModel, messages: list[BaseMessage], kwargs: dict[str, Any], schema: dict[str, Any],
+        started: float,
+    ) -> ChatReply:
+        sent = 0
+        method = self.ladder.method
+        while True:
+            runnable = structured_runnable(
+                llm, self.family, method, schema, schema_in_json_mode=self._schema_in_json_mode
             )
-            message = await self._invoke(llm, messages, kwargs)
-            self.native_disabled = True
-            return self._reply(message, None, started)
-        if isinstance(result, dict) and "raw" in result:  # with_structured_output(include_raw=True)
-            parsed = result.get("parsed")
-            return self._reply(result["raw"], parsed if isinstance(parsed, dict) else None, started)
-        return self._reply(result, self._parsed_from(result), started)
+            sent += 1
+            try:
+                result = await self._invoke(runnable, messages, kwargs)
+            except Exception as exc:
+                reply = reply_from_finish_error(exc, started, self.model_id)
+                if reply is not None:
+                    return replace(reply, attempts=sent)
+                if method == "none" or not is_unsupported(exc):
+                    if sent > 1:
+                        note_attempts(exc, sent)
+                    raise
+                method = self.ladder.step_down(method, exc)
+                continue
+            if method == "none":
+                reply = self._reply(result, None, started)
+            elif isinstance(result, dict) and "raw" in result:  # with_structured_output(include_raw=True)
+                parsed = result.get("parsed")
+                reply = self._reply(result["raw"], parsed if isinstance(parsed, dict) else None, started)
+            else:
+                reply = self._reply(result, self._parsed_from(result), started)
+            return reply if sent == 1 else replace(reply, attempts=sent)
 
     def _parsed_from(self, message: AIMessage) -> dict[str, Any] | None:
         calls = getattr(message, "tool_calls", None) or []
@@ -393,15 +414,4 @@ class LangChainModel:
             latency_s=time.perf_counter() - started,
             finish_reason=finish,
             model=self.model_id,
-        )
-
-    def _is_unsupported(self, exc: Exception) -> bool:
-        """A native-structured-output failure that a plain call may avoid (not a transport error)."""
-        category = classify_error(exc)
-        status = getattr(exc, "status_code", None)
-        if category == "permanent":
-            return status not in (401, 403, 404)
-        text = str(exc).lower()
-        return category == "server_error" and any(
-            w in text for w in ("response_format", "json_schema", "tool")
         )

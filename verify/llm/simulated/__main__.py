@@ -7,6 +7,7 @@ import signal
 import sys
 from types import FrameType
 
+from verify.llm.simulated.imperfect import BEHAVIOURS, Imperfections
 from verify.llm.simulated.server import serve_forever
 
 
@@ -43,6 +44,21 @@ def _parser() -> argparse.ArgumentParser:
         "--fail-status", type=int, default=429, help="HTTP status for --fail-first (default 429)"
     )
     serve.add_argument("--seed", type=int, default=0, help="seed for the fault decisions")
+    serve.add_argument(
+        "--reject-json-schema", action="store_true",
+        help="answer response_format json_schema with llama.cpp's HTTP 500 (json_object still works)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--reject-json-object", action="store_true", help="answer response_format json_object with HTTP 400"
+    )
+    serve.add_argument("--no-tools", action="store_true", help="answer requests with tools with llama.cpp's 500")
+    serve.add_argument(
+        "--imperfection-rate", type=_rate, default=0.0, help="fraction of judge replies with one imperfection"
+    )
+    serve.add_argument(
+        "--imperfections", default="", help=f"comma-separated imperfections (default all: {','.join(BEHAVIOURS)})"
+    )
+    serve.add_argument("--constant-reply", default=None, help="answer every judge request with this text")
     return parser
 
 
@@ -51,7 +67,12 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        imperfections = Imperfections.of(args.imperfection_rate, args.imperfections, args.constant_reply)
+    except ValueError as exc:
+        parser.error(str(exc))
     signal.signal(signal.SIGTERM, _stop)
     print("simulated OpenAI-compatible server; Ctrl-C to stop", file=sys.stderr, flush=True)
     serve_forever(
@@ -65,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
         fail_first=args.fail_first,
         fail_status=args.fail_status,
         seed=args.seed,
+        reject_json_schema=args.reject_json_schema,
+        reject_json_object=args.reject_json_object,
+        no_tools=args.no_tools,
+        imperfections=imperfections,
     )
     return 0
 

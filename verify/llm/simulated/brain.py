@@ -14,6 +14,9 @@ demo, not a judge of quality.
 Faults (decided by hashing, so they are reproducible): ``malformed_json`` breaks a share of JSON
 replies; ``fabricate_excerpts`` makes the excerpts for a share of *responses* fabricated (number
 changed, words invented), on every attempt, so those tasks end up without valid evidence.
+``imperfections`` (``verify.llm.simulated.imperfect``) give a share of replies the form mistakes of
+small models (the schema echoed, prose around the JSON, a class description for its name, ...),
+never changing the judgment underneath; ``constant_reply`` answers every judge call with one text.
 """
 
 from __future__ import annotations
@@ -25,15 +28,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from verify.judging.deep_judgment import absence_cue, criterion_text
+from verify.judging.deep_judgment import absence_cue
 from verify.llm.ports import Message, Purpose
 from verify.llm.simulated import template_brain as tb
-from verify.llm.simulated.text import fabricate, overlap, sentences, tag, words
+from verify.llm.simulated.imperfect import Imperfections, imperfect_reply
+from verify.llm.simulated.text import TraitSpec, fabricate, overlap, sentences, tag, traits, words
 
-_TRAIT = re.compile(r'<trait name="([^"]*)" kind="([^"]*)"(?: min="([^"]*)" max="([^"]*)")?>(.*?)</trait>', re.S)
-
-
-VERSION = "3"  # bump when replies change, so cached simulated replies are not reused
+VERSION = "4"  # bump when replies change, so cached simulated replies are not reused
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Faults:
     malformed_json: float = 0.0
     fabricate_excerpts: float = 0.0
     seed: int = 0
+    imperfections: Imperfections = Imperfections()
 
 
 @dataclass(frozen=True)
@@ -63,20 +65,6 @@ ReplyFunction = Callable[[SimulatedRequest], str]
 """What the simulated HTTP server calls to answer a request (``respond`` by default)."""
 
 
-@dataclass(frozen=True)
-class TraitSpec:
-    name: str
-    kind: str
-    lo: int | None
-    hi: int | None
-    description: str
-
-    @property
-    def criterion(self) -> str:
-        """The text the judging code reads the criterion from (name and description, no class list)."""
-        return criterion_text(self.name, self.description.split("\nClasses: ", 1)[0])
-
-
 def _share(key: str, seed: int) -> float:
     digest = hashlib.sha256(f"{seed}:{key}".encode()).hexdigest()
     return int(digest[:8], 16) / 0xFFFFFFFF
@@ -85,20 +73,6 @@ def _share(key: str, seed: int) -> float:
 def fabricates(response: str, faults: Faults | None) -> bool:
     """Whether excerpts for this response are fabricated under ``faults`` (same rule as ``reply``)."""
     return bool(faults and faults.fabricate_excerpts and _share(response, faults.seed) < faults.fabricate_excerpts)
-
-
-def _traits(prompt: str) -> list[TraitSpec]:
-    out = []
-    for name, kind, lo, hi, desc in _TRAIT.findall(prompt):
-        out.append(TraitSpec(name, kind, int(lo) if lo else None, int(hi) if hi else None, desc))
-    return out
-
-
-def _classes(desc: str) -> list[tuple[str, str]]:
-    m = re.search(r"Classes: (.*)", desc)
-    if not m:
-        return []
-    return [(p.split(":", 1)[0].strip(), p.split(":", 1)[-1]) for p in m.group(1).split("; ")]
 
 
 def _absence_terms(criterion: str) -> list[str]:
@@ -135,7 +109,7 @@ def violated(criterion: str, response: str) -> bool:
 def judge_value(trait: TraitSpec, response: str) -> Any:
     """The verdict for a trait, from overlap (or, for absence criteria, from what is present)."""
     if trait.kind == "literal":
-        classes = _classes(trait.description)
+        classes = trait.classes
         best = max(classes, key=lambda c: (overlap(c[1] + " " + c[0], response), -classes.index(c)))
         return best[0]
     if is_absence(trait.criterion):
@@ -170,10 +144,10 @@ def excerpts_for(trait: TraitSpec, response: str, limit: int) -> dict[str, Any]:
 
 
 def _reasoning(prompt: str) -> str:
-    traits = _traits(prompt)
-    if not traits:
+    specs = traits(prompt)
+    if not specs:
         return "No <trait> was given, so there is nothing to reason about. VERDICT: null"
-    trait = traits[0]
+    trait = specs[0]
     response = tag(prompt, "response") or ""
     evidence = tag(prompt, "evidence")
     value = judge_value(trait, response)
@@ -234,12 +208,12 @@ def _answer(ask: _Ask) -> str:
 
 
 def _batch_scores(ask: _Ask) -> dict[str, Any]:
-    return {"scores": {t.name: judge_value(t, ask.response) for t in _traits(ask.prompt)}}
+    return {"scores": {t.name: judge_value(t, ask.response) for t in traits(ask.prompt)}}
 
 
 def _batch_literal(ask: _Ask) -> dict[str, Any]:
     classifications = [
-        {"trait_name": t.name, "class_name": judge_value(t, ask.response)} for t in _traits(ask.prompt)
+        {"trait_name": t.name, "class_name": judge_value(t, ask.response)} for t in traits(ask.prompt)
     ]
     return {"classifications": classifications}
 
@@ -250,9 +224,9 @@ _VERDICT_KEYS = {"SingleBooleanScore": "result", "SingleNumericScore": "score", 
 def _verdict(ask: _Ask) -> dict[str, Any]:
     """One trait's verdict: taken from a ``<reasoning>`` block's VERDICT line when the prompt has one."""
     value = _from_reasoning(ask.prompt)
-    traits = _traits(ask.prompt)
-    if value is None and traits:
-        value = judge_value(traits[0], ask.response)
+    specs = traits(ask.prompt)
+    if value is None and specs:
+        value = judge_value(specs[0], ask.response)
     key = _VERDICT_KEYS.get(ask.title) or next(iter(ask.schema.get("properties") or {}), "result")
     return {key: value}
 
@@ -268,12 +242,12 @@ def _confusion(ask: _Ask) -> dict[str, Any]:
 
 
 def _excerpts(ask: _Ask) -> dict[str, Any]:
-    traits = _traits(ask.prompt)
-    if not traits:
+    specs = traits(ask.prompt)
+    if not specs:
         return {"excerpts": [], "nothing_relevant": True}
     limit = int(tag(ask.prompt, "max_excerpts") or 3)
     response = ask.response
-    out = excerpts_for(traits[0], response, limit)
+    out = excerpts_for(specs[0], response, limit)
     if fabricates(response, ask.faults):
         out["excerpts"] = [{"text": fabricate(e["text"]), "confidence": "high"} for e in out["excerpts"]] or [
             {"text": fabricate("The answer cites 3 independent sources."), "confidence": "high"}
@@ -357,6 +331,9 @@ def reply(
     title = str((schema or {}).get("title", ""))
     ask = _Ask(prompt, tuple(messages), schema or {}, title, faults)
     kind = purpose_for(purpose, schema)
+    imperfect = faults.imperfections if faults else Imperfections()
+    if imperfect.constant_reply is not None and kind is not Purpose.ANSWER:
+        return imperfect.constant_reply
     value: str | dict[str, Any]
     if kind is None:
         value = dict(_schema_default(ask.schema, ask.schema.get("$defs", {})))
@@ -364,6 +341,10 @@ def reply(
         value = HANDLERS[kind](ask)
     if isinstance(value, str):
         return value
+    if faults and imperfect.rate:
+        changed = imperfect_reply(kind, messages, prompt, ask.schema, value, imperfect, faults.seed)
+        if changed is not None:
+            return changed.text
     text = json.dumps(value)
     if faults and faults.malformed_json and _share(prompt + title, faults.seed + 1) < faults.malformed_json:
         return "Sure! Here is my assessment: " + text[: max(1, len(text) // 2)]

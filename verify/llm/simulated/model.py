@@ -4,7 +4,11 @@ The brain answers by the request's ``purpose`` (and the schema), as the HTTP ser
 ``X-Verify-Purpose`` header.
 
 Selected by ``"interface": "simulated"`` in a preset. ``extra_kwargs`` may set ``latency_ms``,
-``fabricate_rate``, ``malformed_rate`` and ``seed`` to inject the same faults as the HTTP server.
+``fabricate_rate``, ``malformed_rate`` and ``seed`` to inject the same faults as the HTTP server,
+and make it an imperfect judge (``verify.llm.simulated.imperfect``): ``imperfection_rate`` (the
+share of replies, 0..1, that get one imperfection), ``imperfections`` (which behaviours, a list or
+a comma-separated string; default all) and ``constant_reply`` (every judge call answered with
+that text).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 
 from verify.llm.ports import ChatReply, ChatRequest, Usage
 from verify.llm.simulated import brain
+from verify.llm.simulated.imperfect import Imperfections
 
 
 def _tokens(text: str) -> int:
@@ -34,13 +39,18 @@ class SimulatedModel:
             malformed_json=float(extra.get("malformed_rate", 0)),
             fabricate_excerpts=float(extra.get("fabricate_rate", 0)),
             seed=int(extra.get("seed", 0)),
+            imperfections=Imperfections.of(
+                float(extra.get("imperfection_rate", 0)), extra.get("imperfections"),
+                None if extra.get("constant_reply") is None else str(extra["constant_reply"]),
+            ),
         )
         self.calls = 0
 
     @property
     def model_id(self) -> str:
         f = self.faults
-        return f"simulated:{self._name}:v{brain.VERSION}:f{f.malformed_json}:{f.fabricate_excerpts}:{f.seed}"
+        imperfect = f":{f.imperfections.label}" if f.imperfections.label else ""
+        return f"simulated:{self._name}:v{brain.VERSION}:f{f.malformed_json}:{f.fabricate_excerpts}:{f.seed}{imperfect}"
 
     async def complete(self, request: ChatRequest) -> ChatReply:
         self.calls += 1

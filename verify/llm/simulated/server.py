@@ -10,9 +10,13 @@ langchain-openai can be driven offline::
 HTTP faults (429, 500, truncation) are drawn per request from ``seed``, a digest of the request
 body and how many times that same body was seen before, so a run is reproducible under
 concurrency while a retried request gets a fresh draw. Reply faults (malformed JSON, fabricated
-excerpts) are the brain's: it gets ``Faults(malformed_rate, fabricate_rate, seed)`` unchanged and
-decides by hashing the prompt, exactly as the in-process model does. ``fail_first=N`` answers the
-first N chat requests with ``fail_status``.
+excerpts, imperfections) are the brain's: it gets ``Faults(malformed_rate, fabricate_rate, seed,
+imperfections)`` unchanged and decides by hashing the prompt, exactly as the in-process model
+does. ``fail_first=N`` answers the first N chat requests with ``fail_status``.
+
+Features can be switched off, like a smaller server (:func:`~verify.llm.simulated.wire.check_supported`):
+``reject_json_schema``, ``reject_json_object``, ``no_tools``. While it sleeps out ``latency_ms`` the
+server watches the connection: a client that gave up is recorded (``"client_closed": True``).
 
 What to answer is decided by a reply function (``reply=``, a :data:`~verify.llm.simulated.brain.ReplyFunction`,
 by default :func:`verify.llm.simulated.brain.respond`) that gets a typed
@@ -26,6 +30,8 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import select
+import socket
 import threading
 import time
 from collections import Counter
@@ -36,8 +42,10 @@ from typing import Any
 
 from verify.llm.ports import PURPOSE_HEADER
 from verify.llm.simulated import brain
+from verify.llm.simulated.imperfect import Imperfections
 from verify.llm.simulated.wire import (
     BadRequest,
+    check_supported,
     is_json_text,
     purpose_from_header,
     request_messages,
@@ -68,11 +76,16 @@ class ServerOptions:
     seed: int = 0
     retry_after_ms: float | None = 10.0
     record: bool = True
+    imperfections: Imperfections = Imperfections()
+    reject_json_schema: bool = False
+    reject_json_object: bool = False
+    no_tools: bool = False
 
 
 class SimulatedServer:
     """A running server. ``requests`` records every request (headers without credentials) as
-    ``{"method", "path", "headers", "json", "status"}``, unless started with ``record=False``."""
+    ``{"method", "path", "headers", "json", "status"}`` (plus ``"client_closed": True`` when the
+    client went away before the reply), unless started with ``record=False``."""
 
     def __init__(
         self, options: ServerOptions, port: int = 0, reply: brain.ReplyFunction = brain.respond
@@ -176,7 +189,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._chat(raw, body)
         except BadRequest as fail:
-            self._send_error(fail.status, fail.message)
+            if fail.body is not None:
+                self._send_json(fail.status, fail.body)
+            else:
+                self._send_error(fail.status, fail.message)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client went away mid-reply
         except Exception as exc:  # a bug or a brain failure: say so instead of dropping the connection
@@ -202,8 +218,13 @@ class _Handler(BaseHTTPRequestHandler):
         index, digest, seen = sim._next_attempt(raw)
         rng = random.Random(f"{opts.seed}|{digest}|{seen}")
         draw_429, draw_500, draw_truncate = rng.random(), rng.random(), rng.random()
-        if opts.latency_ms > 0:
-            time.sleep(opts.latency_ms / 1000)
+        check_supported(body, json_schema=not opts.reject_json_schema,
+                        json_object=not opts.reject_json_object, tools=not opts.no_tools)  # fmt: skip
+        if opts.latency_ms > 0 and not self._client_waits(opts.latency_ms / 1000):
+            if self._current is not None:
+                self._current["client_closed"] = True
+            self.close_connection = True
+            return
         if index < opts.fail_first:
             raise BadRequest(opts.fail_status, f"simulated failure {index + 1} of the first {opts.fail_first}")
         if draw_429 < opts.rate_429:
@@ -214,7 +235,8 @@ class _Handler(BaseHTTPRequestHandler):
         messages = request_messages(body["messages"])
         wanted = wanted_reply(body)
         faults = brain.Faults(
-            malformed_json=opts.malformed_rate, fabricate_excerpts=opts.fabricate_rate, seed=opts.seed
+            malformed_json=opts.malformed_rate, fabricate_excerpts=opts.fabricate_rate, seed=opts.seed,
+            imperfections=opts.imperfections,
         )
         purpose = purpose_from_header(self.headers.get(PURPOSE_HEADER))
         text = sim.reply(brain.SimulatedRequest(purpose, tuple(messages), wanted.schema, faults))
@@ -255,6 +277,19 @@ class _Handler(BaseHTTPRequestHandler):
             "system_fingerprint": "verify-simulated",
         }
         self._send_json(200, payload)
+
+    def _client_waits(self, seconds: float) -> bool:
+        """Sleep ``seconds``; False as soon as the client closes the connection (nothing else can
+        arrive on it while its request is being answered, so readable means closed)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if select.select([self.connection], [], [], min(left, 0.05))[0]:
+                try:
+                    if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                        return False
+                except OSError:
+                    return False
+        return True
 
     # -- responses -------------------------------------------------------------------------------
 
@@ -333,12 +368,17 @@ def start_server(
     retry_after_ms: float | None = 10.0,
     record: bool = True,
     reply: brain.ReplyFunction = brain.respond,
+    imperfections: Imperfections | None = None,
+    reject_json_schema: bool = False,
+    reject_json_object: bool = False,
+    no_tools: bool = False,
 ) -> SimulatedServer:
     """Start the server in a daemon thread on 127.0.0.1 (``port=0`` picks a free port).
 
     ``retry_after_ms`` sets the ``retry-after-ms`` header on 429/5xx answers (``Retry-After`` is
     that in whole seconds), which keeps the OpenAI SDK's retry wait short; ``None`` sends neither.
-    ``reply`` answers each chat request that gets past the HTTP faults (default: the brain).
+    ``reply`` answers each chat request that gets past the HTTP faults (default: the brain);
+    ``imperfections`` makes the brain an imperfect judge.
     """
     options = ServerOptions(
         latency_ms=latency_ms,
@@ -352,40 +392,21 @@ def start_server(
         seed=seed,
         retry_after_ms=retry_after_ms,
         record=record,
+        imperfections=imperfections or Imperfections(),
+        reject_json_schema=reject_json_schema,
+        reject_json_object=reject_json_object,
+        no_tools=no_tools,
     )
     return SimulatedServer(options, port, reply)
 
 
-def serve_forever(
-    *,
-    port: int = 0,
-    latency_ms: float = 0,
-    rate_429: float = 0,
-    rate_500: float = 0,
-    malformed_rate: float = 0,
-    fabricate_rate: float = 0,
-    truncate_rate: float = 0,
-    fail_first: int = 0,
-    fail_status: int = 429,
-    seed: int = 0,
-) -> None:
+def serve_forever(*, port: int = 0, **options: Any) -> None:
     """Run the server until interrupted (Ctrl-C); print its base URL first, alone on a line.
 
-    Requests are not recorded, so a long-running server does not grow.
+    ``options`` are :func:`start_server`'s. Requests are not recorded, so a long-running server does
+    not grow.
     """
-    server = start_server(
-        port=port,
-        latency_ms=latency_ms,
-        rate_429=rate_429,
-        rate_500=rate_500,
-        malformed_rate=malformed_rate,
-        fabricate_rate=fabricate_rate,
-        truncate_rate=truncate_rate,
-        fail_first=fail_first,
-        fail_status=fail_status,
-        seed=seed,
-        record=False,
-    )
+    server = start_server(port=port, **{**options, "record": False})
     print(server.url, flush=True)
     try:
         while True:

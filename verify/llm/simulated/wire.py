@@ -1,5 +1,6 @@
 """Reading an OpenAI chat-completions request the way the simulated server needs it: messages,
-the purpose header, and what kind of reply is wanted (schema, JSON mode, a tool call)."""
+the purpose header, what kind of reply is wanted (schema, JSON mode, a tool call), and the
+request features a server may refuse the way llama.cpp does."""
 
 from __future__ import annotations
 
@@ -27,12 +28,34 @@ class Wanted:
 
 
 class BadRequest(Exception):
-    """A request the server answers with an HTTP error status."""
+    """A request the server answers with an HTTP error status (``body``: a body of its own)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, body: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.body = body
+
+
+def _llama_error(message: str) -> BadRequest:
+    """llama.cpp's server answers an unsupported request feature with a 500 and this body."""
+    return BadRequest(500, message, {"error": {"code": 500, "message": message, "type": "server_error"}})
+
+
+def check_supported(body: dict[str, Any], *, json_schema: bool, json_object: bool, tools: bool) -> None:
+    """Refuse a ``response_format`` type or ``tools`` the server is told not to support.
+
+    ``json_schema`` and ``tools`` fail like llama.cpp (HTTP 500, its message); ``json_object`` like
+    a server that validates its input (HTTP 400).
+    """
+    fmt = body.get("response_format")
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind == "json_schema" and not json_schema:
+        raise _llama_error('response_format type must be one of "text" or "json_object", but got: json_schema')
+    if kind == "json_object" and not json_object:
+        raise BadRequest(400, "response_format type json_object is not supported by this server")
+    if body.get("tools") and not tools:
+        raise _llama_error("tools param requires --jinja flag")
 
 
 def stream_pieces(text: str, size: int = 16) -> list[str]:
@@ -122,6 +145,6 @@ def wanted_reply(body: dict[str, Any]) -> Wanted:
         if schema is None:
             raise BadRequest(400, "response_format.json_schema.schema must be an object")
         return Wanted(schema, True, None, False)
-    if isinstance(fmt, dict) and fmt.get("type") == "json_object":
-        return Wanted(None, True, None, False)
+    if isinstance(fmt, dict) and fmt.get("type") == "json_object":  # llama.cpp's form may carry a schema
+        return Wanted(named_schema(fmt.get("schema"), None), True, None, False)
     return Wanted(None, False, None, False)
