@@ -718,3 +718,23 @@ def test_min_coverage_zero_lets_an_incomplete_run_through_to_fail_under(tmp_path
     preset = judge_preset(tmp_path, "stub.json", constant_reply="The answer looks fine to me.")
     result, _ = run_demo(tmp_path, "--min-coverage", "0", "--fail-under", "0.5", preset=preset)
     assert result.exit_code == 4, result.output
+
+
+def test_connection_refused_says_so_in_one_line_and_fast(tmp_path: Path) -> None:
+    import socket
+    import time
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again when the block ends: nothing listens there
+    preset = demo_preset(parsing_models=[{
+        "id": "judge", "model_name": "local", "interface": "openai_endpoint",
+        "endpoint_base_url": f"http://127.0.0.1:{port}", "request_timeout": 30,
+    }])
+    path = write_json(tmp_path / "local.json", preset)
+    started = time.perf_counter()
+    result, _ = run_demo(tmp_path, "--question-ids", "demo-capital", preset=path)
+    assert time.perf_counter() - started < 10
+    assert result.exit_code == 3, result.output
+    line = f"cannot connect to http://127.0.0.1:{port}/v1 (connection refused): is the server running?"
+    assert "error (2 task(s)): " in result.stderr and line in result.stderr

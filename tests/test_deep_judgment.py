@@ -390,7 +390,8 @@ async def test_unparseable_excerpt_replies_are_unscored_not_auto_failed() -> Non
     assert result.rubric is not None and result.deep_judgment_rubric is not None
     outcome = result.rubric.trait_status["clarity"]
     assert outcome.status == "unscored" and outcome.score is None
-    assert outcome.raw_reply == garbage and "unparseable" in (outcome.reason or "")
+    assert outcome.raw_reply == garbage and outcome.unscored_category == "unparseable"
+    assert "unusable: no JSON object found" in (outcome.reason or "")
     assert judge.purposes() == ["dj_excerpts"] * 3  # retried with feedback, then gave up
     assert result.deep_judgment_rubric.traits_without_valid_excerpts == []
     assert result.metadata.failure is None

@@ -259,7 +259,8 @@ async def test_placeholder_quotes_are_not_quotes(placeholder: str) -> None:
     state, _ = await run_rubric([DJ_TRAIT], ANSWER, judge, config=dj_config(), question=QUESTION)
     assert state.rubric is not None
     outcome = state.rubric.trait_status["states_fact"]
-    assert outcome.status == "auto_failed"  # never evidence; the judge was asked again each time
+    # never evidence, and not an answer without evidence either: the judge gave no usable reply
+    assert outcome.status == "unscored" and outcome.unscored_category == "invalid_reply"
     calls = judge.for_purpose(Purpose.DJ_EXCERPTS)
     assert len(calls) > 1 and "Attempt 2 of" in prompt_of(calls[1])
     no_repeated_requests(judge)
@@ -276,7 +277,8 @@ async def test_nothing_relevant_keeps_its_meaning() -> None:
 
 async def test_rejected_quotes_are_retried_with_new_requests() -> None:
     judge = ScriptedModel(excerpts_reply([{"text": "BCL2 was discovered on the moon in 1066.", "confidence": "high"}]))
-    await run_rubric([DJ_TRAIT], ANSWER, judge, config=dj_config(), question=QUESTION)
+    state, _ = await run_rubric([DJ_TRAIT], ANSWER, judge, config=dj_config(), question=QUESTION)
+    assert state.rubric is not None and state.rubric.trait_status["states_fact"].status == "auto_failed"
     assert len(judge.for_purpose(Purpose.DJ_EXCERPTS)) == 3  # the same bad quote three times: three distinct requests
     no_repeated_requests(judge)
 

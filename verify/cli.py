@@ -257,6 +257,8 @@ def _main(flags: dict[str, Any]) -> int:
 
     render_summary(outcome)
     if outcome.summary.errors:
+        for message, count in sorted(outcome.summary.error_messages.items(), key=lambda kv: -kv[1])[:3]:
+            typer.secho(f"error ({count} task(s)): {message}", err=True, fg="red")
         typer.secho(
             f"{outcome.summary.errors} task(s) ended with execution errors (see metadata.errors); "
             "rerun with --resume to retry rate-limited or timed-out tasks", err=True, fg="yellow",

@@ -38,6 +38,7 @@ from verify.results.models import (
     Score,
     TraitDeepMetadata,
     TraitStatus,
+    UnscoredCategory,
 )
 
 if TYPE_CHECKING:
@@ -94,6 +95,7 @@ class TraitJudgment:
     raw_reply: str | None = None
     error_category: str | None = None
     label_read_as: str | None = None
+    unscored_category: UnscoredCategory | None = None
 
     @property
     def without_valid_excerpts(self) -> bool:
@@ -107,8 +109,9 @@ class Evidence:
     attempts: int
     absence: bool
     error: str | None = None
-    unusable: bool = False  # no reply could be read at all: a judge failure, not missing evidence
+    unusable: bool = False  # no reply held a quote or said nothing is relevant: a judge failure, not missing evidence
     raw_reply: str | None = None
+    parsed: bool = False  # some reply was JSON of the right shape (an unusable one is then invalid, not unparseable)
 
 
 def _excerpt_feedback(attempt: int, attempts: int, problem: str) -> str:
@@ -122,6 +125,7 @@ async def extract_evidence(trait: LLMTrait, settings: TraitDJSettings, ctx: Trai
     feedback: str | None = None
     attempts = settings.excerpt_retry_attempts + 1
     error: str | None = None
+    quoted = 0  # attempts whose reply held at least one quote (not a placeholder)
     parsed = 0
     raw_reply: str | None = None
     for attempt in range(1, attempts + 1):
@@ -140,17 +144,19 @@ async def extract_evidence(trait: LLMTrait, settings: TraitDJSettings, ctx: Trai
         if not items:
             if reply.value.nothing_relevant:
                 return Evidence([], rejected, attempt, absence=True)
+            error, raw_reply = "the judge gave no quote and did not say that nothing is relevant", reply.raw_text
             problem = ("Your quotes were placeholders copied from the instructions, not text of the response. "
                        if placeholders else "You returned no excerpts. ")
             feedback = _excerpt_feedback(attempt + 1, attempts,
                                          problem + "Quote the relevant passages, or set nothing_relevant.")
             continue
+        quoted += 1
         matches = validate_excerpts([e.text for e in items], ctx.response, settings.fuzzy_match_threshold)
         valid = [
             Excerpt(
                 text=item.text, confidence=item.confidence, similarity_score=round(m.similarity, 4),
                 start=m.start, end=m.end, match_method=m.method,
-                spans=list(getattr(m, "spans", ())) if len(getattr(m, "spans", ())) > 1 else None,
+                spans=list(m.spans) if len(m.spans) > 1 else None,
             )
             for item, m in zip(items, matches, strict=True)
             if m.valid
@@ -169,7 +175,10 @@ async def extract_evidence(trait: LLMTrait, settings: TraitDJSettings, ctx: Trai
             f"{settings.fuzzy_match_threshold:.2f}):\n{lines}\nCopy passages exactly as written."
         ))
         error = None
-    return Evidence([], rejected, attempts, absence=False, error=error, unusable=parsed == 0, raw_reply=raw_reply)
+    # Quotes that are not in the answer leave its evidence unproven (auto-fail); a judge that never
+    # quoted anything, nor said nothing is relevant, gave no usable reply (unscored).
+    return Evidence([], rejected, attempts, absence=False, error=error, unusable=quoted == 0, raw_reply=raw_reply,
+                    parsed=parsed > 0)
 
 
 def _render_hits(hits: list[Any]) -> str:
@@ -257,7 +266,8 @@ async def judge_trait(trait: LLMTrait, settings: TraitDJSettings, ctx: TraitCont
             meta.excerpt_retry_count = evidence.attempts - 1
             meta.rejected_excerpts = evidence.rejected
             if evidence.unusable:  # unparseable replies leave the trait unscored, never auto-failed
-                result.reason, result.raw_reply = f"excerpt reply unparseable: {evidence.error}", evidence.raw_reply
+                result.reason, result.raw_reply = f"excerpt reply unusable: {evidence.error}", evidence.raw_reply
+                result.unscored_category = "invalid_reply" if evidence.parsed else "unparseable"
                 return result
             if not evidence.valid and not evidence.absence:
                 meta.excerpt_validation_failed, meta.evidence = True, "failed"

@@ -44,6 +44,8 @@ class Summary:
     by_code_judged: int = 0
     by_code: int = 0
     unscored: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    error_messages: dict[str, int] = field(default_factory=dict)
+    """The distinct execution-error messages (at most 20), and how many tasks ended with each."""
     by_model: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
     by_trait: dict[str, TraitTally] = field(default_factory=lambda: defaultdict(TraitTally))
     failure_categories: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -95,6 +97,9 @@ class Summary:
             self.unscored[why] += 1
         if meta.errors:
             self.errors += 1
+            message = meta.errors[-1].message
+            if message in self.error_messages or len(self.error_messages) < 20:
+                self.error_messages[message] = self.error_messages.get(message, 0) + 1
         if meta.failure:
             self.failure_categories[meta.failure.category] += 1
         if result.template and "total" in result.template.usage_metadata:

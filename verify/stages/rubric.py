@@ -267,7 +267,8 @@ class RubricEvaluation:
                 status=item.status, score=item.score, label=item.label,
                 reason=item.reason, raw_reply=item.raw_reply, error_category=item.error_category,
                 label_read_as=item.label_read_as,
-                unscored_category="unparseable" if item.status == "unscored" and not item.error_category else None,
+                unscored_category=(item.unscored_category or "unparseable")
+                if item.status == "unscored" and not item.error_category else None,
             )
         fill_scores(section, rubric.traits)
         state.rubric = section
@@ -279,7 +280,9 @@ class RubricEvaluation:
             transient = [c for c in failed.values() if c in TRANSIENT_CATEGORIES]
             category = transient[0] if transient else next(iter(failed.values()))
             names = ", ".join(f"{n} ({c})" for n, c in failed.items())
-            state.errors.append(StageError(stage=self.name, message=f"traits left unscored: {names}", category=category))
+            why = next(o.reason for o in status.values() if o.error_category == category)
+            state.errors.append(StageError(stage=self.name, message=f"traits left unscored: {names}; {why}"[:500],
+                                           category=category))
 
 
 def fill_scores(section: RubricSection, traits: list[Any]) -> None:

@@ -87,7 +87,7 @@ async def extract_excerpts(inp: DJInput, fields: list[FieldSpec], s: DJSettings,
                 if m.valid:
                     valid[name].append(Excerpt(text=item.text, confidence=item.confidence,
                                                similarity_score=round(m.similarity, 4), start=m.start, end=m.end,
-                                               match_method=m.method, spans=list(getattr(m, "spans", ())) if len(getattr(m, "spans", ())) > 1 else None))
+                                               match_method=m.method, spans=list(m.spans) if len(m.spans) > 1 else None))
                 else:
                     rejected.setdefault(name, []).append(RejectedExcerpt(
                         text=item.text, similarity_score=round(m.similarity, 4), reason=m.reason, attempt=attempt))

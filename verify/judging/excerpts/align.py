@@ -1,9 +1,10 @@
 """Fuzzy alignment of a normalised excerpt against a normalised text, using RapidFuzz.
 
-Candidate regions are located through exact q-gram anchors voting for an alignment diagonal, or,
-for short excerpts, RapidFuzz's ``partial_ratio_alignment`` over the whole normalised text; each
-window is refined with an Indel alignment, snapped to whole tokens for the number check, scored
-with ``fuzz.ratio`` and passed through the :mod:`~verify.judging.excerpts.guards`.
+Candidate regions are located through exact anchors (the first characters of each word, looked up in
+the text's :class:`~verify.judging.excerpts.anchors.KeyIndex`) voting for an alignment diagonal,
+and, for short ranges or when the anchors cannot be relied on, RapidFuzz's ``partial_ratio_alignment``
+over the range; each window is refined with an Indel alignment, snapped to whole tokens for the number
+check, scored with ``fuzz.ratio`` and passed through the :mod:`~verify.judging.excerpts.guards`.
 """
 
 from __future__ import annotations
@@ -11,11 +12,21 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
-from verify.judging.excerpts.guards import max_unsupported_run, name_problem, negations, numbers, word_problem
+from verify.judging.excerpts.anchors import KEY_CHARS
+from verify.judging.excerpts.guards import (
+    describe_words,
+    name_problem,
+    negation_problem,
+    number_problem,
+    snap_to_tokens,
+    unsupported_problem,
+    word_problem,
+)
 from verify.judging.excerpts.normalise import Normalized
 
 __all__ = ["Candidate", "fuzzy"]
@@ -23,21 +34,13 @@ __all__ = ["Candidate", "fuzzy"]
 # Fuzzy alignment tuning.
 _MAX_GAP = 10  # longest tolerated run of unsupported characters (either side of the alignment)
 _FULL_SCAN_MAX_CHARS = 400  # longest excerpt for which a whole-text alignment scan is affordable
-_MAX_REGIONS = 3  # candidate alignments (from q-gram anchors) that are examined in detail
-_QUICK_SHINGLES = 12  # q-grams sampled from the excerpt for the quick anchor search
-_MAX_SHINGLES = 32  # q-grams sampled from the excerpt for the thorough anchor search
-_MAX_OCCURRENCES = 32  # occurrences of one q-gram that are considered
+_MAX_REGIONS = 3  # candidate alignments (from key anchors) that are examined in detail
+_MAX_ANCHORS = 24  # rarest keys of the excerpt that vote for an alignment
+_MAX_OCCURRENCES = 64  # a key occurring more often in the text is too common to be informative
+_MIN_KEYS = 3  # with fewer keys the anchors are not relied on alone (one typo may hide them all)
+_LOCAL_RANGE = 4096  # ranges up to this many characters are searched for keys without the index
 _EXACT_REFINE_MAX_CHARS = 800  # up to this excerpt length every candidate span gets an exact ratio
 _REFINE_SHORTLIST = 6  # candidate spans that get an exact ratio for longer excerpts
-
-
-def _snap_to_tokens(text: str, start: int, end: int) -> tuple[int, int]:
-    """Widen ``[start, end)`` so that it does not cut a word or number in half."""
-    while 0 < start < len(text) and text[start - 1].isalnum() and text[start].isalnum():
-        start -= 1
-    while 0 < end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
-        end += 1
-    return start, end
 
 
 @dataclass(frozen=True)
@@ -50,38 +53,60 @@ class Candidate:
     reason: str | None
 
 
-def _anchor_diagonals(needle: str, haystack: str, thorough: bool) -> list[int]:
-    """Likely alignments of ``needle`` in ``haystack``, from exact q-grams voting for a diagonal.
+class Anchors(NamedTuple):
+    """Likely alignments (diagonals) of a needle, and whether they can be relied on alone."""
 
-    A diagonal ``d`` means that ``needle[0]`` aligns with ``haystack[d]``. The quick mode samples
-    a few q-grams and only looks at their first occurrence (one partial scan each); the thorough
-    mode samples more q-grams and follows up to ``_MAX_OCCURRENCES`` occurrences of each. Votes on
-    nearby diagonals (shifted by insertions or deletions) are clustered; the best-supported
-    diagonal of each of the ``_MAX_REGIONS`` strongest clusters is returned.
+    diagonals: list[int]
+    reliable: bool
+
+
+def _anchor_diagonals(needle: str, prepared: Normalized, lo: int, hi: int) -> Anchors:
+    """Likely alignments of ``needle`` in ``prepared.norm[lo:hi]``, from exact keys voting for a diagonal.
+
+    A diagonal ``d`` means that ``needle[0]`` aligns with ``norm[d]``. The anchors are the
+    :data:`KEY_CHARS` characters starting at each token of the needle (usually two or three words,
+    so rare in the text; the needle's first token is left out, as the quote may start inside a
+    word), looked up in the text's :class:`KeyIndex` (or, in a short range, searched directly). The
+    rarest ones vote; votes on nearby diagonals (shifted by insertions or deletions) are clustered,
+    and the best-supported diagonal of each of the ``_MAX_REGIONS`` strongest clusters is returned.
+
+    The anchors are not reliable alone when the needle has fewer than ``_MIN_KEYS`` keys (one typo
+    may hide them all) or when every key is too common in the text to point anywhere.
     """
-    size = len(needle)
-    q = 12 if size >= 48 else max(6, size // 4)
-    last = size - q
-    shingles = _MAX_SHINGLES if thorough else _QUICK_SHINGLES
-    occurrences = _MAX_OCCURRENCES if thorough else 1
-    step = max(1, last // (shingles - 1))
-    positions = list(range(0, last + 1, step))
-    if positions[-1] != last:
-        positions.append(last)
+    haystack = prepared.norm
+    index = None if hi - lo <= _LOCAL_RANGE else prepared.key_index()
+    local: dict[str, list[int]] = {}
+
+    def positions(key: str) -> list[int]:
+        if index is not None:
+            return [pos for pos in index.positions(key) if lo <= pos < hi]
+        found = local.get(key)
+        if found is None:
+            found = local[key] = []
+            pos = haystack.find(key, lo, hi)
+            while pos != -1 and len(found) <= _MAX_OCCURRENCES:
+                if pos == 0 or haystack[pos - 1] == " ":  # keys start tokens
+                    found.append(pos)
+                pos = haystack.find(key, pos + 1, hi)
+        return found
+
+    usable: list[tuple[int, int, str]] = []  # (occurrences, offset in the needle, key)
+    keys = common = 0
+    offset = needle.find(" ") + 1
+    while 0 < offset <= len(needle) - KEY_CHARS:
+        key = needle[offset : offset + KEY_CHARS]
+        count = index.count(key) if index is not None else len(positions(key))
+        keys += 1
+        if count > _MAX_OCCURRENCES:
+            common += 1
+        elif count:
+            usable.append((count, offset, key))
+        offset = needle.find(" ", offset) + 1
     votes: Counter[int] = Counter()
-    for pos in positions:
-        gram = needle[pos : pos + q]
-        hit = haystack.find(gram)
-        count = 0
-        while hit != -1:
-            votes[hit - pos] += 1
-            count += 1
-            if count >= occurrences:
-                break
-            hit = haystack.find(gram, hit + 1)
-    if not votes:
-        return []
-    tolerance = 8 + size // 8
+    for _, offset, key in sorted(usable)[:_MAX_ANCHORS]:
+        for pos in positions(key):
+            votes[pos - offset] += 1
+    tolerance = 8 + len(needle) // 8
     clusters: list[tuple[int, int]] = []  # (total votes, best diagonal)
     members: list[int] = []
     for diagonal in sorted(votes):
@@ -89,12 +114,14 @@ def _anchor_diagonals(needle: str, haystack: str, thorough: bool) -> list[int]:
             clusters.append((sum(votes[d] for d in members), max(members, key=lambda d: votes[d])))
             members = []
         members.append(diagonal)
-    clusters.append((sum(votes[d] for d in members), max(members, key=lambda d: votes[d])))
+    if members:
+        clusters.append((sum(votes[d] for d in members), max(members, key=lambda d: votes[d])))
     clusters.sort(key=lambda c: -c[0])
-    return [diagonal for _, diagonal in clusters[:_MAX_REGIONS]]
+    reliable = keys >= _MIN_KEYS and (bool(usable) or not common)
+    return Anchors([diagonal for _, diagonal in clusters[:_MAX_REGIONS]], reliable)
 
 
-def _refine(needle: str, haystack: str, w_start: int, w_end: int) -> tuple[int, int]:
+def _refine(needle: str, haystack: str, w_start: int, w_end: int, lo: int, hi: int) -> tuple[int, int]:
     """Adjust an approximate window to the span of ``haystack`` that best matches ``needle``.
 
     ``needle`` is aligned (Indel opcodes) against the window widened by a margin; candidate
@@ -103,13 +130,12 @@ def _refine(needle: str, haystack: str, w_start: int, w_end: int) -> tuple[int, 
     len(span))`` is kept. For long needles, ``common`` is first estimated from the alignment to
     shortlist a few spans, so that only those need an exact (quadratic) ratio.
     """
-    n = len(haystack)
     size = len(needle)
     pad = 4 + size // 10
-    p_start, p_end = max(0, w_start - pad), min(n, w_end + pad)
+    p_start, p_end = max(lo, w_start - pad), min(hi, w_end + pad)
     blocks = [op for op in Indel.opcodes(needle, haystack[p_start:p_end]) if op.tag == "equal"]
-    starts = {max(0, w_start)}
-    ends = {min(n, w_end)}
+    starts = {max(lo, w_start)}
+    ends = {min(hi, w_end)}
     b_starts = [p_start + op.dest_start for op in blocks]
     b_ends = [p_start + op.dest_end for op in blocks]
     prefix = [0]
@@ -132,7 +158,7 @@ def _refine(needle: str, haystack: str, w_start: int, w_end: int) -> tuple[int, 
     spans: set[tuple[int, int]] = set()
     for s in starts:
         for e in ends:
-            s2, e2 = max(0, s), min(n, e)
+            s2, e2 = max(lo, s), min(hi, e)
             while s2 < e2 and haystack[s2] == " ":
                 s2 += 1
             while e2 > s2 and haystack[e2 - 1] == " ":
@@ -165,42 +191,44 @@ def _judge(
         return rejected(f"below threshold {threshold:.2f} ({similarity:.2f})")
     allowed = max(4, int(len(needle) * min(0.25, 1.0 - threshold)))
     if abs(len(window) - len(needle)) > allowed:
-        return rejected(f"aligned span length {len(window)} differs from excerpt length {len(needle)}")
+        # Words were left out or added: compare with a passage wide enough to hold the quoted one.
+        extra = len(needle)
+        around = prepared.norm[max(0, start - extra) : end + extra]
+        described = describe_words(needle, around, context=True)
+        return rejected(described or f"aligned passage has {len(window)} characters, the quote {len(needle)}")
     text = prepared.original
     o_start, o_end = prepared.to_original(start, end)
     # Numbers are compared on the span widened to whole tokens, so that "10" quoted for "100" is caught.
-    excerpt_numbers = numbers(excerpt)
-    span_numbers = numbers(text[slice(*_snap_to_tokens(text, o_start, o_end))])
-    if excerpt_numbers != span_numbers:
-        before = ", ".join(sorted((span_numbers - excerpt_numbers).elements())) or "(none)"
-        after = ", ".join(sorted((excerpt_numbers - span_numbers).elements())) or "(none)"
-        return rejected(f"number changed: {before} -> {after}")
     # Words are compared on the aligned span itself: an excerpt that starts or ends inside a word
     # aligns with the same fragment of that word.
-    if negations(excerpt) != negations(text[o_start:o_end]):
-        return rejected("negation differs")
-    problem = name_problem(excerpt, text, o_start, o_end)
+    problem = (
+        number_problem(excerpt, text[slice(*snap_to_tokens(text, o_start, o_end))])
+        or negation_problem(excerpt, text[o_start:o_end])
+        or name_problem(excerpt, text, o_start, o_end)
+        or word_problem(needle, window)
+        or unsupported_problem(needle, window, _MAX_GAP)
+    )
     if problem is not None:
         return rejected(problem)
-    problem = word_problem(needle, window)
-    if problem is not None:
-        return rejected(problem)
-    run = max_unsupported_run(needle, window)
-    if run > _MAX_GAP:
-        return rejected(f"unsupported segment of {run} chars (spliced or altered quote)")
     return Candidate(start, end, similarity, None)
 
 
-def fuzzy(needle: str, excerpt: str, prepared: Normalized, threshold: float) -> Candidate | None:
-    """The first aligned span that passes the guards, else the best rejected one (``None`` if none)."""
+def fuzzy(
+    needle: str, excerpt: str, prepared: Normalized, threshold: float, lo: int = 0, hi: int | None = None
+) -> Candidate | None:
+    """The first aligned span that passes the guards, else the best rejected one (``None`` if none).
+
+    ``lo`` and ``hi`` restrict the search to ``prepared.norm[lo:hi]`` (normalised offsets).
+    """
     haystack = prepared.norm
+    hi = len(haystack) if hi is None else min(hi, len(haystack))
     size = len(needle)
     best: Candidate | None = None
     seen: set[tuple[int, int]] = set()
 
     def consider(w_start: int, w_end: int) -> Candidate | None:
         nonlocal best
-        span = _refine(needle, haystack, w_start, w_end)
+        span = _refine(needle, haystack, w_start, w_end, lo, hi)
         if span[0] >= span[1] or span in seen:
             return None
         seen.add(span)
@@ -212,23 +240,21 @@ def fuzzy(needle: str, excerpt: str, prepared: Normalized, threshold: float) -> 
             best = candidate
         return candidate if candidate.reason is None else None
 
-    for diagonal in _anchor_diagonals(needle, haystack, thorough=False):
+    anchors = _anchor_diagonals(needle, prepared, lo, hi)
+    for diagonal in anchors.diagonals:
         found = consider(diagonal, diagonal + size)
         if found is not None:
             return found
-    small = len(haystack) <= 4 * size + 512
-    if small or size <= _FULL_SCAN_MAX_CHARS:
-        # A global fixed-width alignment scan: affordable for short excerpts or texts, and it does
-        # not rely on exact q-grams (an excerpt with many small typos may share none with the text).
+    # A fixed-width alignment scan does not rely on exact keys (an excerpt with typos everywhere
+    # shares none with the text). It is affordable over short ranges; over a long text it runs only
+    # when the anchors are not reliable, since scanning 60k characters for every rejected quote (a
+    # paraphrase, a changed number) would dominate the matching time.
+    small = hi - lo <= 4 * size + 512
+    if small or (not anchors.reliable and size <= _FULL_SCAN_MAX_CHARS):
         cutoff = 0.0 if small else threshold * 100.0
-        alignment = fuzz.partial_ratio_alignment(needle, haystack, score_cutoff=cutoff)
+        alignment = fuzz.partial_ratio_alignment(needle, haystack[lo:hi], score_cutoff=cutoff)
         if alignment is not None and alignment.score > 0:
-            found = consider(alignment.dest_start, alignment.dest_end)
-            if found is not None:
-                return found
-    else:
-        for diagonal in _anchor_diagonals(needle, haystack, thorough=True):
-            found = consider(diagonal, diagonal + size)
+            found = consider(lo + alignment.dest_start, lo + alignment.dest_end)
             if found is not None:
                 return found
     return best

@@ -1,38 +1,85 @@
-"""Guards that reject near-matches of an excerpt which change its meaning.
+"""Guards that reject near-matches of an excerpt which change its meaning, and say what changed.
 
 A fuzzy alignment can score high although the quote altered what the text says. These checks
 compare an excerpt with its aligned span: numbers, negations and capitalised names must be
 identical, every other differing word must be explained by a small typo, and no contiguous segment
 may be unsupported by the span (which rejects quotes spliced together from distant passages).
+
+Each guard returns ``None`` or a short reason naming the difference, for example
+``number changed: 2 -> 3``, ``negation removed: "not"``, ``inserted words: "very"`` or
+``changed words: "chemical" -> "electrical"``. The judge sees these reasons when it is asked to quote
+again, so they describe the text side first (``text -> quote``).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 
 from rapidfuzz.distance import OSA, Indel
 
-__all__ = ["max_unsupported_run", "name_problem", "negations", "numbers", "word_problem"]
+from verify.judging.excerpts.folding import fold_plain
+from verify.judging.excerpts.normalise import ORDERED_MARKER
+
+__all__ = [
+    "describe_words",
+    "name_problem",
+    "negation_problem",
+    "number_problem",
+    "numbers",
+    "short",
+    "snap_to_tokens",
+    "unsupported_problem",
+    "word_problem",
+]
 
 _MIN_BLOCK = 4  # an excerpt character is "supported" when it lies in a common block of >= this size
+_MAX_GROUPS = 3  # differing word groups named in one reason
+_SHOWN_CHARS = 40  # longest quoted fragment in a reason
 
-_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
-_THOUSANDS_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_NUMBER_RE = re.compile(r"(?:(?<![\w.])-)?\d+(?:[.,]\d+)*")
+_THOUSANDS_RE = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_LIST_NUMBER_RE = re.compile(rf"(?m)^[ \t>]*{ORDERED_MARKER}")
+_LINK_TARGET_RE = re.compile(r"\]\([^)\s]*\)")  # the URL of a Markdown link is not part of the text
 _LETTERS_RE = re.compile(r"[^\W\d_]+")
 _WORD_RE = re.compile(r"[^\W_]+")
 _NEGATION_RE = re.compile(
     r"(?<![^\W_])(?:no|not|never|none|nothing|nobody|nowhere|neither|nor|without|cannot"
-    r"|[^\W\d_]+n['\u2019]t|(?:ca|do|does|did|is|are|was|were|wo|would|could|should|has|have|had|ai"
+    r"|[^\W\d_]+n't|(?:ca|do|does|did|is|are|was|were|wo|would|could|should|has|have|had|ai"
     r"|must|need)nt)(?![^\W_])",
-    re.IGNORECASE,
 )
 _SKIP_BEFORE_TOKEN = frozenset(" \t\r\n\f\v\u00a0*_`#>\"'([{-\u2018\u201c\u00ab\u2014\u2013")
 
 
+def short(text: str, limit: int = _SHOWN_CHARS) -> str:
+    """``text`` in double quotes, shortened with ``…`` beyond ``limit`` characters."""
+    text = " ".join(text.split())
+    return f'"{text}"' if len(text) <= limit else f'"{text[: limit - 1].rstrip()}\u2026"'
+
+
+def _take(pool: Counter[str], words: list[str]) -> list[str]:
+    """The ``words`` still available in ``pool``, which are removed from it."""
+    taken = []
+    for word in words:
+        if pool[word] > 0:
+            pool[word] -= 1
+            taken.append(word)
+    return taken
+
+
+def _listed(words: list[str]) -> str:
+    return ", ".join(short(word) for word in words)
+
+
 def numbers(text: str) -> Counter[str]:
-    """The numbers in ``text`` with their counts; thousands separators are dropped."""
+    """The numbers in ``text`` with their counts, after folding (``CO₂`` has a 2).
+
+    Thousands separators are dropped, a minus sign before a number counts, and neither ordered-list
+    markers (``1.`` at a line start) nor Markdown link targets are numbers of the text.
+    """
     found: Counter[str] = Counter()
+    text = _LINK_TARGET_RE.sub("]", _LIST_NUMBER_RE.sub("", fold_plain(text)))
     for m in _NUMBER_RE.finditer(text):
         value = m.group()
         if _THOUSANDS_RE.fullmatch(value):
@@ -41,23 +88,77 @@ def numbers(text: str) -> Counter[str]:
     return found
 
 
-def negations(text: str) -> Counter[str]:
-    """The negation words in ``text`` with their counts; every ``n't`` form counts as ``not``."""
+def _list_numbers(text: str) -> Counter[str]:
+    """The numbers of the ordered-list markers in ``text``."""
+    return Counter(m.group().lstrip(" \t>").rstrip(".)") for m in _LIST_NUMBER_RE.finditer(fold_plain(text)))
+
+
+def number_problem(excerpt: str, span: str) -> str | None:
+    """Whether the excerpt has the same numbers as the span of the text (``None``) or which differ.
+
+    A quote may keep the numbers of the list items it spans (``"Paris. 2. Temperatures"``).
+    """
+    quoted, original = numbers(excerpt), numbers(span)
+    if quoted == original or (not original - quoted and not (quoted - original) - _list_numbers(span)):
+        return None
+    removed = ", ".join(sorted((original - quoted).elements()))
+    added = ", ".join(sorted((quoted - original).elements()))
+    if removed and added:
+        return f"number changed: {removed} -> {added}"
+    return f"number missing: {removed}" if removed else f"number inserted: {added}"
+
+
+def _negations(text: str) -> Counter[str]:
     found: Counter[str] = Counter()
-    for word in _NEGATION_RE.findall(text):
-        word = word.casefold()
-        found["not" if word == "cannot" or word.endswith(("nt", "n't", "n\u2019t")) else word] += 1
+    for word in _NEGATION_RE.findall(fold_plain(text)):
+        found["not" if word == "cannot" or word.endswith(("nt", "n't")) else word] += 1
     return found
 
 
-def _is_sentence_initial(text: str, pos: int) -> bool:
-    """Whether the token at ``text[pos]`` starts a sentence, line or the string itself."""
+def negation_problem(excerpt: str, span: str) -> str | None:
+    """Whether the excerpt has the same negations as the span (every ``n't`` form counts as ``not``)."""
+    quoted, original = _negations(excerpt), _negations(span)
+    if quoted == original:
+        return None
+    removed, added = sorted((original - quoted).elements()), sorted((quoted - original).elements())
+    if removed and added:
+        return f"negation changed: {_listed(removed)} -> {_listed(added)}"
+    return f"negation removed: {_listed(removed)}" if removed else f"negation added: {_listed(added)}"
+
+
+def snap_to_tokens(text: str, start: int, end: int) -> tuple[int, int]:
+    """Widen ``[start, end)`` so that it does not cut a word or number in half."""
+    while 0 < start < len(text) and text[start - 1].isalnum() and text[start].isalnum():
+        start -= 1
+    while 0 < end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
+        end += 1
+    return start, end
+
+
+def _one_word_wider(text: str, start: int, end: int) -> tuple[int, int]:
+    """Widen ``[start, end)`` to whole tokens, then by one more word on each side."""
+    start, end = snap_to_tokens(text, start, end)
+    while start > 0 and not text[start - 1].isalnum():
+        start -= 1
+    while start > 0 and text[start - 1].isalnum():
+        start -= 1
+    while end < len(text) and not text[end].isalnum():
+        end += 1
+    while end < len(text) and text[end].isalnum():
+        end += 1
+    return start, end
+
+
+def _is_sentence_initial(text: str, pos: int, at_start: bool) -> bool:
+    """Whether the token at ``text[pos]`` starts a sentence or line (``at_start`` if it opens ``text``)."""
     i = pos - 1
     saw_newline = False
     while i >= 0 and text[i] in _SKIP_BEFORE_TOKEN:
         saw_newline = saw_newline or text[i] == "\n"
         i -= 1
-    return i < 0 or saw_newline or text[i] in ".!?:;"
+    if i < 0:
+        return at_start or saw_newline
+    return saw_newline or text[i] in ".!?:;"
 
 
 def name_problem(excerpt: str, text: str, g_start: int, g_end: int) -> str | None:
@@ -65,12 +166,16 @@ def name_problem(excerpt: str, text: str, g_start: int, g_end: int) -> str | Non
 
     A capitalised word must occur (case-insensitively, as often) on the other side. Sentence-initial
     words are only exempt when a word on the other side is one edit away (``"Teh"`` for ``"The"``).
+    Both sides are compared in NFKC form (``ＡＴＰ`` is ``ATP``, ``CO₂`` is ``CO2``).
     """
+    span_at_sentence_start = _is_sentence_initial(text, g_start, True)
     span = text[g_start:g_end]
+    excerpt = excerpt if excerpt.isascii() else unicodedata.normalize("NFKC", excerpt)
+    span = span if span.isascii() else unicodedata.normalize("NFKC", span)
     span_words = Counter(_LETTERS_RE.findall(span.casefold()))
     excerpt_words = Counter(_LETTERS_RE.findall(excerpt.casefold()))
 
-    def unmatched(source: str, base: int, context: str, other: Counter[str]) -> list[str]:
+    def unmatched(source: str, at_start: bool, other: Counter[str]) -> list[str]:
         needed: Counter[str] = Counter()
         missing: list[str] = []
         for m in _LETTERS_RE.finditer(source):
@@ -81,33 +186,76 @@ def name_problem(excerpt: str, text: str, g_start: int, g_end: int) -> str | Non
             needed[folded] += 1
             if needed[folded] <= other[folded]:
                 continue
-            if _is_sentence_initial(context, base + m.start()) and any(
+            if _is_sentence_initial(source, m.start(), at_start) and any(
                 OSA.distance(folded, candidate, score_cutoff=1) <= 1 for candidate in other
             ):
                 continue  # a typo in an ordinary capitalised sentence opener ("Teh" for "The")
             missing.append(word)
         return missing
 
-    added = unmatched(excerpt, 0, excerpt, span_words)
-    removed = unmatched(span, g_start, text, excerpt_words)
-    if not added and not removed:
-        return None
-    return f"name changed: {', '.join(removed) or '(none)'} -> {', '.join(added) or '(none)'}"
+    added = unmatched(excerpt, True, span_words)
+    removed = unmatched(span, span_at_sentence_start, excerpt_words)
+    if added and not removed:
+        # Only for naming the difference: the span may stop short of the replaced word ("Pierre"
+        # aligned on "ie" of "Marie", or "in Lyon" on "in" before "Paris"), so look one word further.
+        w_start, w_end = _one_word_wider(text, g_start, g_end)
+        wide = text[w_start:w_end]
+        wide = wide if wide.isascii() else unicodedata.normalize("NFKC", wide)
+        removed = unmatched(wide, _is_sentence_initial(text, w_start, True), excerpt_words)
+    if added and removed:
+        return f"name changed: {_listed(removed)} -> {_listed(added)}"
+    if added:
+        return f"inserted words: {_listed(added)}"
+    return f"missing words: {_listed(removed)}" if removed else None
 
 
-def max_unsupported_run(excerpt: str, window: str) -> int:
-    """Longest run of characters, on either side, not covered by a common block of ``_MIN_BLOCK``."""
-    blocks = [
-        op
-        for op in Indel.opcodes(excerpt, window)
-        if op.tag == "equal" and op.src_end - op.src_start >= _MIN_BLOCK
+def describe_words(
+    needle: str,
+    window: str,
+    added: Counter[str] | None = None,
+    removed: Counter[str] | None = None,
+    context: bool = False,
+) -> str | None:
+    """Name the word groups in which the normalised excerpt and window differ, in text order.
+
+    With ``added``/``removed`` (words only in the excerpt / only in the window that need naming),
+    other differing words (typos) are left out. With ``context``, the window is a passage around the
+    quoted one, so text words before the first and after the last quoted word are not named.
+    """
+    ours, theirs = _WORD_RE.findall(needle), _WORD_RE.findall(window)
+    spans: list[list[int]] = []  # [ours start, ours end, theirs start, theirs end] of each group
+    for op in Indel.opcodes(ours, theirs):  # insertions and deletions only: omitted runs stay whole
+        if op.tag == "equal":
+            continue
+        if spans and spans[-1][1] == op.src_start and spans[-1][3] == op.dest_start:
+            spans[-1][1], spans[-1][3] = op.src_end, op.dest_end
+        else:
+            spans.append([op.src_start, op.src_end, op.dest_start, op.dest_end])
+    if context:
+        spans = [sp for sp in spans if sp[0] != sp[1] or 0 < sp[0] < len(ours)]
+    groups = [(ours[a:b], theirs[c:d]) for a, b, c, d in spans]
+    changed: list[str] = []
+    inserted: list[str] = []
+    missing: list[str] = []
+    for quote_words, text_words in groups:
+        if added is not None and removed is not None:
+            quote_words, text_words = _take(added, quote_words), _take(removed, text_words)
+        if quote_words and text_words:
+            changed.append(f"{short(' '.join(text_words))} -> {short(' '.join(quote_words))}")
+        elif quote_words:
+            inserted.append(short(" ".join(quote_words)))
+        elif text_words:
+            missing.append(short(" ".join(text_words)))
+    parts = [
+        f"{label}: {', '.join(found[:_MAX_GROUPS])}"
+        for label, found in (
+            ("changed words", changed),
+            ("inserted words", inserted),
+            ("missing words", missing),
+        )
+        if found
     ]
-    if not blocks:
-        return max(len(excerpt), len(window))
-    gap = max(blocks[0].src_start, blocks[0].dest_start)
-    for prev, cur in zip(blocks, blocks[1:], strict=False):
-        gap = max(gap, cur.src_start - prev.src_end, cur.dest_start - prev.dest_end)
-    return max(gap, len(excerpt) - blocks[-1].src_end, len(window) - blocks[-1].dest_end)
+    return "; ".join(parts) or None
 
 
 def word_problem(needle: str, window: str) -> str | None:
@@ -147,4 +295,30 @@ def word_problem(needle: str, window: str) -> str | None:
     removed = unexplained(window_only, needle_only)
     if len(added) + len(removed) <= 1 and all(len(word) <= 3 for word in added + removed):
         return None
-    return f"words changed: {' '.join(removed) or '(none)'} -> {' '.join(added) or '(none)'}"
+    found = describe_words(needle, window, Counter(added), Counter(removed))
+    return found or f"words changed: {_listed(removed)} -> {_listed(added)}"
+
+
+def unsupported_problem(needle: str, window: str, max_gap: int) -> str | None:
+    """Reject when a run of more than ``max_gap`` characters on either side is not covered by a
+    common block of ``_MIN_BLOCK`` characters (a spliced or rewritten quote); name that run."""
+    blocks = [
+        op
+        for op in Indel.opcodes(needle, window)
+        if op.tag == "equal" and op.src_end - op.src_start >= _MIN_BLOCK
+    ]
+    # (length, excerpt start, excerpt end, window start, window end) of every uncovered stretch
+    stretches: list[tuple[int, int, int, int, int]] = []
+    src = dest = 0
+    for op in [*blocks, None]:
+        src_end = len(needle) if op is None else op.src_start
+        dest_end = len(window) if op is None else op.dest_start
+        stretches.append((max(src_end - src, dest_end - dest), src, src_end, dest, dest_end))
+        if op is not None:
+            src, dest = op.src_end, op.dest_end
+    size, src, src_end, dest, dest_end = max(stretches)
+    if size <= max_gap:
+        return None
+    if src_end - src >= dest_end - dest:
+        return f"not in the text: {short(needle[src:src_end])} (spliced or altered quote)"
+    return f"missing passage: {short(window[dest:dest_end])} (spliced or altered quote)"

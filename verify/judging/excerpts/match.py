@@ -2,17 +2,21 @@
 
 In deep judgment a judge model quotes excerpts from the answer it evaluates; every excerpt must be
 checked against the answer before it can be trusted as evidence. :func:`match_excerpt` does that in
-three stages, cheapest first:
+four stages, cheapest first:
 
 1. **exact**: the excerpt is a plain substring of the text;
-2. **normalized**: both strings are normalised (whitespace collapsed, typographic quotes, dashes and
-   ellipses made ASCII, case-folded, Markdown markers and zero-width characters removed) and the
+2. **normalized**: both strings are normalised (Unicode compatibility forms folded: ``CO₂`` is
+   ``CO2``, ``ﬁ`` is ``fi``; typographic quotes, dashes and ellipses made ASCII; case-folded;
+   whitespace collapsed; Markdown decoration and zero-width characters removed) and the
    normalised excerpt is a substring of the normalised text. A piecewise offset map translates the
    position back to the original text;
-3. **fuzzy**: excerpts of :data:`MIN_FUZZY_CHARS` to :data:`MAX_FUZZY_CHARS` normalised characters
-   are located through exact q-gram anchors voting for an alignment diagonal, or, for short
-   excerpts, RapidFuzz's ``partial_ratio_alignment`` over the whole normalised text; the window is
-   refined with an Indel alignment, and the match is accepted only if ``fuzz.ratio`` of the whole
+3. **elided**: an excerpt with an ellipsis inside (``...``, ``…``, ``[...]``, ``[..]``, ``(...)``) is
+   split into parts, each matched exactly, after normalisation or fuzzily (with the guards below),
+   in order and close together (see :mod:`.elision`); the match has one span per part;
+4. **fuzzy**: excerpts of :data:`MIN_FUZZY_CHARS` to :data:`MAX_FUZZY_CHARS` normalised characters
+   are located through exact anchors (the first characters of their words, looked up in an index
+   of the text built on first use) voting for an alignment diagonal, and, for short excerpts or texts,
+   RapidFuzz's ``partial_ratio_alignment`` over the normalised text; the window is refined with an Indel alignment, and the match is accepted only if ``fuzz.ratio`` of the whole
    excerpt against the window clears the threshold *and* a set of guards pass: numbers, negations
    and capitalised names must be identical, every other differing word must be explained by a
    small typo, and no contiguous segment of the excerpt may be unsupported by the window (which
@@ -22,7 +26,8 @@ Unlike a longest-common-block validator based on :class:`difflib.SequenceMatcher
 heuristic discards frequent characters in long texts and so rejects many verbatim quotes), every
 verbatim quote is accepted, and matching stays in the millisecond range for 100k-character texts.
 
-Everything here is pure: no I/O, no global state except a small cache of normalised texts.
+Everything here is pure: no I/O, no global state except small caches (normalised texts, folded
+characters).
 """
 
 from __future__ import annotations
@@ -32,7 +37,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from verify.judging.excerpts.align import fuzzy
-from verify.judging.excerpts.normalise import Normalized, normalize_text, prepare_text, strip_decorations
+from verify.judging.excerpts.elision import ElidedMatch, Part, match_elided, split_elided
+from verify.judging.excerpts.normalise import (
+    Normalized,
+    normalize_text,
+    prepare_text,
+    strip_decorations,
+)
 
 __all__ = [
     "MAX_FUZZY_CHARS",
@@ -43,7 +54,7 @@ __all__ = [
     "validate_excerpts",
 ]
 
-MatchMethod = Literal["exact", "normalized", "fuzzy", "failed"]
+MatchMethod = Literal["exact", "normalized", "elided", "fuzzy", "failed"]
 
 #: Excerpts shorter than this many normalised characters are only matched exactly / after normalisation.
 MIN_FUZZY_CHARS = 20
@@ -59,16 +70,22 @@ class ExcerptMatch:
     Attributes:
         valid: Whether the excerpt is accepted as a quote of the text.
         similarity: Similarity in ``[0, 1]``; ``1.0`` for exact and normalised matches, the
-            ``fuzz.ratio`` of the normalised excerpt against the aligned window for fuzzy ones.
-        start: Start offset of the matched span in the *original* text, ``-1`` when no candidate
-            passage was located.
-        end: Exclusive end offset of the matched span in the original text, ``-1`` when none.
-        method: ``"exact"``, ``"normalized"`` or ``"fuzzy"`` for accepted excerpts, ``"failed"``
-            for every rejected one.
-        reason: Why the excerpt was rejected (``None`` when valid), e.g. ``"empty excerpt"``,
-            ``"number changed: 42 -> 24"``, ``"negation differs"``, ``"below threshold 0.80 (0.62)"``.
+            ``fuzz.ratio`` of the normalised excerpt against the aligned window for fuzzy ones, and
+            the mean over the parts, weighted by their length, for elided ones.
+        start: Start offset of the matched span in the *original* text (of the first part of an
+            elided quote), ``-1`` when no candidate passage was located.
+        end: Exclusive end offset of the matched span in the original text (of the last part of an
+            elided quote), ``-1`` when none.
+        method: ``"exact"``, ``"normalized"``, ``"elided"`` or ``"fuzzy"`` for accepted excerpts,
+            ``"failed"`` for every rejected one.
+        reason: Why the excerpt was rejected (``None`` when valid), naming the difference, e.g.
+            ``"empty excerpt"``, ``"number changed: 42 -> 24"``, ``'negation removed: "not"'``,
+            ``'inserted words: "very"'``, ``"parts not in order: ..."``, ``"below threshold 0.80 (0.62)"``.
         matched: ``text[start:end]``: the matched span, or for rejected excerpts the closest
             candidate passage (empty when none was located).
+        spans: ``(start, end)`` offsets in the original text of each part of an elided quote, in
+            order; a single ``(start, end)`` for other matches; for a rejected elided quote the parts
+            located before the failure; empty when nothing was located.
     """
 
     valid: bool
@@ -78,10 +95,39 @@ class ExcerptMatch:
     method: MatchMethod
     reason: str | None = None
     matched: str = ""
+    spans: tuple[tuple[int, int], ...] = ()
 
 
 def _failed(reason: str) -> ExcerptMatch:
     return ExcerptMatch(False, 0.0, -1, -1, "failed", reason)
+
+
+def _found(
+    text: str,
+    valid: bool,
+    similarity: float,
+    start: int,
+    end: int,
+    method: MatchMethod,
+    reason: str | None = None,
+) -> ExcerptMatch:
+    return ExcerptMatch(valid, similarity, start, end, method, reason, text[start:end], ((start, end),))
+
+
+def _elided(found: ElidedMatch, parts: list[Part], prepared: Normalized) -> ExcerptMatch:
+    spans = tuple(prepared.to_original(span.start, span.end) for span in found.spans)
+    # Weighted by part length; parts that were not located count as 0.
+    located = zip(found.spans, parts[: len(found.spans)], strict=True)
+    total = sum(len(part.needle) for part in parts)
+    similarity = sum(span.similarity * len(part.needle) for span, part in located) / total
+    if not spans:
+        return ExcerptMatch(False, similarity, -1, -1, "failed", found.reason)
+    start, end = spans[0][0], spans[-1][1]
+    method: MatchMethod = "elided" if found.reason is None else "failed"
+    text = prepared.original
+    return ExcerptMatch(
+        found.reason is None, similarity, start, end, method, found.reason, text[start:end], spans
+    )
 
 
 def _check_threshold(threshold: float) -> None:
@@ -97,7 +143,7 @@ def _match(excerpt: str, text: str, threshold: float, prepare: Callable[[], Norm
     for candidate in dict.fromkeys((excerpt, excerpt.strip())):
         pos = text.find(candidate)
         if pos != -1:
-            return ExcerptMatch(True, 1.0, pos, pos + len(candidate), "exact", None, candidate)
+            return _found(text, True, 1.0, pos, pos + len(candidate), "exact")
 
     needle = normalize_text(excerpt)
     if not needle:
@@ -110,10 +156,22 @@ def _match(excerpt: str, text: str, threshold: float, prepare: Callable[[], Norm
     for candidate in (needle, stripped):
         pos = haystack.find(candidate) if candidate else -1
         if pos != -1:
-            start, end = prepared.to_original(pos, pos + len(candidate))
-            return ExcerptMatch(True, 1.0, start, end, "normalized", None, text[start:end])
+            return _found(text, True, 1.0, *prepared.to_original(pos, pos + len(candidate)), "normalized")
 
-    needle = stripped or needle
+    parts = split_elided(excerpt)
+    if parts is not None:
+        found = match_elided(parts, prepared, threshold)
+        elided = _elided(found, parts, prepared)
+        # A part may be missing because the text itself contains the ellipsis and the quote of that
+        # passage has a typo: then the whole quote is tried as one.
+        if elided.valid or found.misplaced or ".." not in haystack:
+            return elided
+        whole = _fuzzy(stripped or needle, excerpt, prepared, threshold)
+        return whole if whole.valid else elided
+    return _fuzzy(stripped or needle, excerpt, prepared, threshold)
+
+
+def _fuzzy(needle: str, excerpt: str, prepared: Normalized, threshold: float) -> ExcerptMatch:
     if len(needle) < MIN_FUZZY_CHARS:
         return _failed(f"not found (fuzzy matching needs at least {MIN_FUZZY_CHARS} characters)")
     if len(needle) > MAX_FUZZY_CHARS:
@@ -123,15 +181,18 @@ def _match(excerpt: str, text: str, threshold: float, prepare: Callable[[], Norm
         return _failed(f"no similar passage found (threshold {threshold:.2f})")
     start, end = prepared.to_original(found.start, found.end)
     if found.reason is None:
-        return ExcerptMatch(True, found.similarity, start, end, "fuzzy", None, text[start:end])
-    return ExcerptMatch(False, found.similarity, start, end, "failed", found.reason, text[start:end])
+        return _found(prepared.original, True, found.similarity, start, end, "fuzzy")
+    return _found(prepared.original, False, found.similarity, start, end, "failed", found.reason)
 
 
 def match_excerpt(excerpt: str, text: str, threshold: float = 0.8) -> ExcerptMatch:
     """Validate that ``excerpt`` is a (near-)verbatim quote of ``text``.
 
     Exact substrings are accepted first, then matches after normalisation (see
-    :func:`normalize_text`); both report similarity ``1.0``. Otherwise excerpts of at least
+    :func:`normalize_text`); both report similarity ``1.0``. An excerpt with an ellipsis inside
+    (``"A ... B"``, ``"A … B"``, ``"A [...] B"``) is accepted when every part matches on its own, the
+    parts come in order and each starts at most :data:`~.elision.MAX_ELISION_GAP` normalised
+    characters after the previous one (method ``"elided"``, one span per part). Otherwise excerpts of at least
     :data:`MIN_FUZZY_CHARS` normalised characters are aligned fuzzily and accepted when the
     ``fuzz.ratio`` between the normalised excerpt and the aligned window reaches ``threshold`` and
     the window contains the same numbers, negations and capitalised names, every other differing

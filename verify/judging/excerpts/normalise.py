@@ -1,77 +1,60 @@
 """Text normalisation for excerpt matching, with a map back to original offsets.
 
-Excerpts and texts are compared after folding typographic characters to ASCII, case folding,
-collapsing whitespace and removing Markdown markers and zero-width characters. :class:`Normalized`
-keeps a piecewise map from the normalised copy back to the original text, so that a match found in
-normalised form can be reported with original offsets.
+Excerpts and texts are compared after Unicode compatibility folding (:mod:`.folding`: NFKC, case
+folding, ASCII quotes and dashes, plain spaces), collapsing whitespace, removing the space between a
+number and its unit, and removing Markdown decoration. :class:`Normalized` keeps a piecewise map from
+the normalised copy back to the original text, so that a match found in normalised form can be
+reported with original offsets.
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from functools import lru_cache
 
-__all__ = ["Normalized", "normalize_text", "prepare_text", "strip_decorations"]
+from verify.judging.excerpts.anchors import KeyIndex
+from verify.judging.excerpts.folding import OffsetMap, fold
 
-_CHAR_REPLACEMENTS: dict[str, str] = {
-    "\u2018": "'",  # ‘
-    "\u2019": "'",  # ’
-    "\u201a": "'",  # ‚
-    "\u201b": "'",  # ‛
-    "\u2032": "'",  # ′
-    "\u2039": "'",  # ‹
-    "\u203a": "'",  # ›
-    "\u201c": '"',  # “
-    "\u201d": '"',  # ”
-    "\u201e": '"',  # „
-    "\u201f": '"',  # ‟
-    "\u00ab": '"',  # «
-    "\u00bb": '"',  # »
-    "\u2033": '"',  # ″
-    "\u2010": "-",  # ‐
-    "\u2011": "-",  # ‑
-    "\u2012": "-",  # ‒
-    "\u2013": "-",  # –
-    "\u2014": "-",  # —
-    "\u2015": "-",  # ―
-    "\u2212": "-",  # −
-    # Every single whitespace character becomes a space; runs are collapsed by _SPECIAL_RE.
-    **{chr(code): " " for code in range(0x3001) if chr(code).isspace() and code != 0x20},
-}
-_CHAR_RE = re.compile("[" + re.escape("".join(_CHAR_REPLACEMENTS)) + "]")
-_ASCII_MAP = bytes(
-    ord(_CHAR_REPLACEMENTS.get(chr(code), chr(code)).lower()) if code < 128 else code for code in range(256)
+__all__ = [
+    "ELLIPSIS",
+    "ORDERED_MARKER",
+    "Normalized",
+    "normalize_text",
+    "prepare_text",
+    "strip_decorations",
+]
+
+# ASCII whitespace that survives folding as itself; it becomes a space in the normalised copy.
+_SPACE_MAP = bytes(32 if chr(code).isspace() else code for code in range(128)) + bytes(range(128, 256))
+_CONTROL_SPACE_RE = re.compile(r"[\t\n\x0b\x0c\r\x1c-\x1f]")
+
+#: An ordered-list number ("1. ", "2) ") at a line start. Not after a line that ends with a word or
+#: comma: in hard-wrapped prose, "...was\n42. Then" continues a sentence that ends with a number.
+ORDERED_MARKER = r"(?<![\w,;]\n)\d{1,3}[.)](?=[ \t]|\Z)"
+# Line-start Markdown: whitespace, blockquote markers, heading hashes, bullets and ordered-list numbers.
+_LINE_MARKUP = rf"(?:\s|>|#{{1,6}}(?=[ \t]|\Z)|[-*+](?=[ \t]|\Z)|{ORDERED_MARKER})"
+# A unit right after a number ("5 mg", "37 °c", "92 %"): the space between them is dropped, since it
+# is written either way. Units only (letters followed by a non-letter), so "2 and 3" keeps its space.
+_UNIT = (
+    r"(?:[°%‰]|(?:[kmμnpcdgt]?(?:g|l|m|m2|m3|s|mol|hz|w|v|j|pa|b|ω)|k|h|hr|hrs|min|ppm|ppb|atm|bar|db"
+    r"|kcal|cal|mmhg|iu|rpm|bp|kbp|kda|da|°c|°f)(?![^\W_]))"
 )
-
-
-def _fold(text: str) -> str:
-    """Apply ``_CHAR_REPLACEMENTS`` and case folding (length-preserving except for rare characters)."""
-    if text.isascii():
-        return text.encode("ascii").translate(_ASCII_MAP).decode("ascii")
-    return _CHAR_RE.sub(lambda m: _CHAR_REPLACEMENTS[m.group()], text).casefold()
-
-
-_ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
-# Line-start Markdown: whitespace, blockquote markers, heading hashes and list bullets.
-_LINE_MARKUP = r"(?:\s|>|#{1,6}(?=[ \t]|\Z)|[-*+](?=[ \t]|\Z))"
 _SPECIAL_RE = re.compile(
     rf"(?P<lead>\A{_LINE_MARKUP}+)"
     rf"|(?P<nl>\s*\n{_LINE_MARKUP}*)"
+    rf"|(?P<unit>(?<=\d) (?={_UNIT}))"
     r"|(?P<ws>\s{2,})"
-    rf"|(?P<zw>[{_ZERO_WIDTH}]+)"
-    r"|(?P<ell>\u2026)"
     r"|(?P<md>[*_`]+)"
     r"|(?P<lo>!?\[(?=[^\]\n]*\]\([^)\s]*\)))"
     r"|(?P<lc>\]\([^)\s]*\))"
 )
-# Characters at which a special sequence can start, except the space (handled via double spaces).
-# A bare character class lets the regex engine scan quickly.
-_TRIGGER_RE = re.compile(
-    "[\t\n\x0b\x0c\r\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-    rf"{_ZERO_WIDTH}*_`\[\]!\u2026]"
-)
-_REPLACEMENTS = {"lead": "", "nl": " ", "ws": " ", "zw": "", "ell": "...", "md": "", "lo": "", "lc": ""}
+# Characters at which a special sequence can start, except the space (handled via double spaces
+# and unit positions). A bare character class lets the regex engine scan quickly.
+_TRIGGER_RE = re.compile(r"[\t\n\x0b\x0c\r\x1c-\x1f*_`\[\]!]")
+_UNIT_RE = re.compile(rf"\d (?={_UNIT})")
+# What can follow a newline that is more than a lone line break (whitespace or line-start markup).
+_AFTER_NEWLINE_MARKUP = frozenset(" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f>#-*+0123456789")
+_REPLACEMENTS = {"lead": "", "nl": " ", "unit": "", "ws": " ", "md": "", "lo": "", "lc": ""}
 
 
 def _is_marker_kept(text: str, start: int, end: int) -> bool:
@@ -91,10 +74,12 @@ def _is_marker_kept(text: str, start: int, end: int) -> bool:
 def _special_matches(text: str) -> list[re.Match[str]]:
     """The matches of ``_SPECIAL_RE`` in ``text``, found without running it at every position.
 
-    Candidate positions are the start of the text, every trigger character and every double
-    space; spaces right before a candidate are included so that ``"  \n"`` collapses as one run.
+    Candidate positions are the start of the text, every trigger character, every double space and
+    every space after a digit; spaces right before a candidate are included so that ``"  \n"``
+    collapses as one run.
     """
     candidates = [0, *(m.start() for m in _TRIGGER_RE.finditer(text))]
+    candidates.extend(m.start() + 1 for m in _UNIT_RE.finditer(text))
     pos = text.find("  ")
     while pos != -1:
         candidates.append(pos)
@@ -108,6 +93,8 @@ def _special_matches(text: str) -> list[re.Match[str]]:
         begin = pos
         while begin > last and text[begin - 1] == " ":
             begin -= 1
+        if 0 < begin == pos and text[pos] == "\n" and text[pos + 1 : pos + 2] not in _AFTER_NEWLINE_MARKUP:
+            continue  # a lone newline: already a space after folding (the most frequent candidate)
         m = _SPECIAL_RE.match(text, begin)
         if begin < pos and (m is None or m.end() <= pos):
             m = _SPECIAL_RE.match(text, pos)
@@ -117,83 +104,102 @@ def _special_matches(text: str) -> list[re.Match[str]]:
     return matches
 
 
-class Normalized:
-    """A normalised copy of a text plus a piecewise map back to original offsets.
+def _embrace_markers(text: str, start: int, end: int) -> tuple[int, int]:
+    """Widen ``[start, end)`` over runs of ``*``, ``_`` or backticks next to it whose partners are inside,
+    and over the ``[`` of a link whose ``](url)`` is inside."""
+    for char in "*_`":
+        before = start
+        while before > 0 and text[before - 1] == char:
+            before -= 1
+        after = end
+        while after < len(text) and text[after] == char:
+            after += 1
+        if (before < start or after > end) and char in text[start:end]:
+            start, end = before, after
+    if start > 0 and text[start - 1] == "[" and "](" in text[start:end]:  # a link cut at its text
+        start -= 2 if start > 1 and text[start - 2] == "!" else 1
+    return start, end
 
-    Piece ``i`` covers ``norm[n_starts[i]:n_starts[i + 1]]`` and stems from
-    ``original[o_starts[i]:o_starts[i] + o_lens[i]]``. Most pieces are copied character for
-    character (equal lengths); replacement pieces (a collapsed whitespace run, an expanded ellipsis)
-    map onto their original range as a whole. Deleted markup produces no piece.
+
+def _spaces_to_blank(text: str) -> str:
+    """Turn the ASCII whitespace left by folding into spaces (length-preserving)."""
+    if text.isascii():
+        return text.encode("ascii").translate(_SPACE_MAP).decode("ascii")
+    return _CONTROL_SPACE_RE.sub(" ", text)
+
+
+class Normalized:
+    """A normalised copy of a text plus a map back to original offsets.
+
+    The text is first folded (:func:`.folding.fold`, with its own map unless the text is ASCII),
+    then whitespace runs, number-unit spaces and Markdown markers are collapsed or removed; a second
+    :class:`~.folding.OffsetMap` records that step. :meth:`to_original` goes through both.
     """
 
-    __slots__ = ("n_starts", "norm", "o_lens", "o_starts", "original")
+    __slots__ = ("_keys", "folding", "norm", "original", "pieces")
 
     def __init__(self, text: str) -> None:
         self.original = text
-        n_starts: list[int] = []
-        o_starts: list[int] = []
-        o_lens: list[int] = []
+        folded, self.folding = fold(text)
+        blank = _spaces_to_blank(folded)
+        pieces = OffsetMap()
+        # Pieces are appended directly: in this step two copies are never contiguous on both sides,
+        # so OffsetMap.add would never merge them (this loop runs once per special sequence).
+        new_starts, old_starts, old_lens, copies = (
+            pieces.new_starts,
+            pieces.old_starts,
+            pieces.old_lens,
+            pieces.copies,
+        )
         parts: list[str] = []
-        folded = _fold(text)
-        fast = len(folded) == len(text)  # False only if case folding changed a length (e.g. "ß")
-        size = 0
-
-        def copy_slow(o_start: int, o_end: int) -> int:
-            offset = size
-            for index in range(o_start, o_end):
-                piece = _fold(text[index])
-                n_starts.append(offset)
-                o_starts.append(index)
-                o_lens.append(1)
-                parts.append(piece)
-                offset += len(piece)
-            return offset
-
-        last = 0
-        for m in _special_matches(text):
+        size = last = 0
+        for m in _special_matches(folded):
             start, end = m.span()
             kind = m.lastgroup or ""
-            if end - start == 1 and kind == "nl":
-                continue  # a lone newline: mapped to a space one-to-one by _fold
-            if kind == "md" and _is_marker_kept(text, start, end):
+            if kind == "md" and _is_marker_kept(folded, start, end):
                 continue
             if start > last:
-                if fast:
-                    n_starts.append(size)
-                    o_starts.append(last)
-                    o_lens.append(start - last)
-                    parts.append(folded[last:start])
-                    size += start - last
-                else:
-                    size = copy_slow(last, start)
+                parts.append(blank[last:start])
+                new_starts.append(size)
+                old_starts.append(last)
+                old_lens.append(start - last)
+                copies.append(True)
+                size += start - last
             replacement = _REPLACEMENTS[kind]
             if replacement:
-                n_starts.append(size)
-                o_starts.append(start)
-                o_lens.append(end - start)
+                new_starts.append(size)
+                old_starts.append(start)
+                old_lens.append(end - start)
+                copies.append(len(replacement) == end - start)
                 parts.append(replacement)
                 size += len(replacement)
             last = end
-        if last < len(text):
-            if fast:
-                n_starts.append(size)
-                o_starts.append(last)
-                o_lens.append(len(text) - last)
-                parts.append(folded[last:])
-            else:
-                copy_slow(last, len(text))
-        self.n_starts = n_starts
-        self.o_starts = o_starts
-        self.o_lens = o_lens
+        if last < len(folded):
+            parts.append(blank[last:])
+            new_starts.append(size)
+            old_starts.append(last)
+            old_lens.append(len(folded) - last)
+            copies.append(True)
+        self.pieces = pieces
         self.norm = "".join(parts)
+        self._keys: KeyIndex | None = None
+
+    def key_index(self) -> KeyIndex:
+        """The :class:`KeyIndex` of :attr:`norm`, built on first use (only fuzzy matching needs it)."""
+        if self._keys is None:
+            self._keys = KeyIndex(self.norm)
+        return self._keys
 
     def to_original(self, start: int, end: int) -> tuple[int, int]:
-        """Map a non-empty normalised span ``[start, end)`` to original offsets."""
-        i = bisect_right(self.n_starts, start) - 1
-        o_start = self.o_starts[i] + min(start - self.n_starts[i], self.o_lens[i] - 1)
-        j = bisect_right(self.n_starts, end - 1) - 1
-        o_end = self.o_starts[j] + min(end - self.n_starts[j], self.o_lens[j])
-        return o_start, o_end
+        """Map a non-empty normalised span ``[start, end)`` to original offsets.
+
+        Emphasis or code markers right outside the span are included when their partners are inside
+        it, so that ``**Aspirin** reduces`` is reported rather than ``Aspirin** reduces``.
+        """
+        start, end = self.pieces.span(start, end)
+        if self.folding is not None:
+            start, end = self.folding.span(start, end)
+        return _embrace_markers(self.original, start, end)
 
 
 @lru_cache(maxsize=32)
@@ -205,11 +211,14 @@ def prepare_text(text: str) -> Normalized:
 def normalize_text(text: str) -> str:
     """Normalise a string the way excerpts and texts are compared.
 
-    Whitespace runs (including NBSP) collapse to one space and are stripped at both ends;
-    typographic quotes, primes and dashes become ASCII, ``…`` becomes ``...``; the text is
-    case-folded; Markdown emphasis/code markers (``**``, ``__``, ``*``, ``_``, backticks), line-start
-    headings, blockquotes and list bullets, link syntax (``[text](url)`` keeps ``text``) and
-    zero-width characters are removed.
+    Characters are folded to a compatibility form (NFKC and case folding: ``CO₂`` -> ``co2``,
+    ``ﬁ`` -> ``fi``, ``µ`` -> ``μ``, ``℃`` -> ``°c``, ``…`` -> ``...``; decomposed and precomposed
+    accents agree); typographic quotes, primes, dashes and minus signs become ASCII; zero-width
+    characters are removed; whitespace runs (every space variant included) collapse to one space and
+    are stripped at both ends; the space between a number and a short unit is removed (``5 mg`` ->
+    ``5mg``); Markdown emphasis/code markers (``**``, ``__``, ``*``, ``_``, backticks), line-start
+    headings, blockquotes, bullets and ordered-list numbers, and link syntax (``[text](url)`` keeps
+    ``text``) are removed.
 
     Args:
         text: Any string.
@@ -220,11 +229,14 @@ def normalize_text(text: str) -> str:
     return Normalized(text).norm.strip(" ")
 
 
-_EDGE_DECORATION_RE = re.compile(r"^(?:\.{3,}|[\"'])\s*|\s*(?:\.{3,}|[\"'])$")
+#: An ellipsis as a judge writes one, in normalised form: ``...`` (``…`` folds to it), optionally
+#: in square or round brackets (``[...]``, ``[..]``, ``(...)``).
+ELLIPSIS = r"(?:\[ ?\.{2,} ?\]|\( ?\.{2,} ?\)|\.{3,})"
+_EDGE_DECORATION_RE = re.compile(rf"^(?:{ELLIPSIS}|[\"'])\s*|\s*(?:{ELLIPSIS}|[\"'])$")
 
 
 def strip_decorations(norm: str) -> str:
-    """Drop quote marks and ``...`` that a judge may wrap around an excerpt."""
+    """Drop quote marks and ellipses that a judge may put around a normalised excerpt."""
     previous = None
     while previous != norm:
         previous = norm
