@@ -372,6 +372,8 @@ def test_demo_run_writes_every_format(suffix: str, tmp_path: Path) -> None:
     assert len(results) == 8
     if suffix == ".csv":
         assert {r["success"] for r in results} == {"True"}
+        assert {r["verdict"] for r in results} == {"passed"} and {r["unscored"] for r in results} == {""}
+        assert {r["judged"] for r in results} >= {"5/5"}
         assert {r["question_id"] for r in results} == {"demo-capital", "demo-boiling", "demo-bcl2", "demo-cold"}
     else:
         keys = {(r["metadata"]["question_id"], r["metadata"]["answering"]["config_id"]) for r in results}

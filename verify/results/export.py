@@ -24,6 +24,9 @@ def csv_row(r: VerificationResult) -> dict[str, Any]:
     row: dict[str, Any] = {
         "question_id": m.question_id,
         "success": r.passed,
+        "verdict": r.verdict,
+        "judged": f"{m.coverage.judged}/{m.coverage.total}" if m.coverage else "",
+        "unscored": json.dumps(m.coverage.unscored) if m.coverage and m.coverage.unscored else "",
         "error": m.failure.reason if m.failure else "",
         "failure_category": m.failure.category if m.failure else "",
         "question_text": m.question_text,
