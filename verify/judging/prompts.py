@@ -34,7 +34,7 @@ class _Reply(BaseModel):
 class BatchRubricScores(_Reply):
     """Scores for several boolean/score traits at once."""
 
-    # Floats and nulls are accepted here and checked per trait (stages.rubric.check_score), so one
+    # Floats and nulls are accepted here and checked per trait (verify.judging.verdicts.check_score), so one
     # bad value (2.5, null) leaves only that trait unscored instead of failing the whole batch reply.
     scores: dict[str, int | bool | float | None] = Field(
         description="trait name -> score (true/false or an integer in range)"
