@@ -485,7 +485,7 @@ def test_duplicate_trait_names() -> None:
         ),
         (
             {**rating("n", "karenina:GlobalRegexTrait"), "bestRating": None},
-            "global trait 'n': 'bestRating' must be a number, got None",
+            "global trait 'n': bestRating is null, expected a number",
         ),
         (rating("a.b", "karenina:GlobalRegexTrait"), "global trait 'a.b': name: trait name 'a.b' contains '.'"),
     ],

@@ -223,3 +223,57 @@ def test_delete_only_removes_the_value_the_caller_saw(tmp_path) -> None:
     assert cache.get("k") == {"text": "good"}
     cache.delete("k", {"text": "good"})
     assert cache.get("k") is None
+
+
+async def test_a_full_disk_is_reported_once_then_counted(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    pages = cache._conn.execute("PRAGMA page_count").fetchone()[0]
+    cache._conn.execute(f"PRAGMA max_page_count = {pages}")  # no room for one more page: SQLITE_FULL
+    model = CachedModel(EchoModel(), cache)
+    with caplog.at_level("WARNING", logger="verify.llm.cache"):
+        replies = [await model.complete(req("x" * 5000 + str(n))) for n in range(286)]
+        assert all(not r.cached for r in replies)  # every call still answered, just not stored
+        assert len(caplog.records) == 1
+        assert caplog.records[0].getMessage() == (
+            "response cache write failed (reply not cached): database or disk is full"
+        )
+        assert cache.repeated_failures == {("write", "database or disk is full"): 285}
+        cache.close()
+    assert [r.getMessage() for r in caplog.records[1:]] == [
+        "response cache: 285 more write failures like the above (database or disk is full)"
+    ]
+
+
+def test_different_failures_are_each_reported(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import sqlite3
+
+    class Broken:
+        def __init__(self, message: str) -> None:
+            self.message = message
+
+        def execute(self, *args: object) -> None:
+            raise sqlite3.OperationalError(self.message)
+
+        def close(self) -> None:
+            pass
+
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    cache._conn.close()
+    with caplog.at_level("WARNING", logger="verify.llm.cache"):
+        cache._conn = Broken("disk I/O error")  # type: ignore[assignment]
+        for _ in range(3):
+            assert cache.get("k") is None
+            cache.put("k", {"text": "t"})
+        cache._conn = Broken("database is locked")  # type: ignore[assignment]
+        cache.put("k", {"text": "t"})
+        cache.delete("k", {"text": "t"})
+        cache.close()
+        cache.close()  # the counts are reported once
+    assert [r.getMessage() for r in caplog.records] == [
+        "response cache read failed (treated as a miss): disk I/O error",
+        "response cache write failed (reply not cached): disk I/O error",
+        "response cache write failed (reply not cached): database is locked",
+        "response cache delete failed (entry kept): database is locked",
+        "response cache: 2 more read failures like the above (disk I/O error)",
+        "response cache: 2 more write failures like the above (disk I/O error)",
+    ]

@@ -26,7 +26,6 @@ from typer.testing import CliRunner, Result
 from verify.benchmark.jsonld import load_benchmark
 from verify.benchmark.traits import LLMTrait
 from verify.cli import app
-from verify.errors import UserError
 from verify.llm.simulated.brain import Faults, fabricates
 
 REPO = Path(__file__).resolve().parent.parent
@@ -322,11 +321,26 @@ def test_errors_are_one_line_with_a_hint(case: str, tmp_path: Path, monkeypatch:
     assert not (tmp_path / "verify-results").exists()  # nothing was run or written
 
 
-def test_debug_raises_the_exception(tmp_path: Path) -> None:
+def test_debug_prints_the_traceback(tmp_path: Path) -> None:
     result = invoke(*_truncated(tmp_path), "--no-cache", "--output", tmp_path / "out.json", "--debug")
     assert result.exit_code == 1
-    assert isinstance(result.exception, UserError)
-    assert "truncated.jsonld" in str(result.exception)
+    assert "Traceback" in result.stderr and "BenchmarkError" in result.stderr
+    assert "truncated.jsonld" in result.stderr
+
+
+def test_an_unexpected_exception_is_one_line_unless_debug(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import verify.cli as cli
+
+    def boom(flags: dict[str, Any]) -> int:
+        raise KeyError("sk-proj-abcdefghijklmnopqrstuvwxyz0123")
+
+    monkeypatch.setattr(cli, "_main", boom)
+    result = invoke(DEMO, "--preset", "demo")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: internal error: KeyError") and "Traceback" not in result.stderr
+    assert "abcdefghijklmnop" not in result.stderr and "--debug" in result.stderr
+    debug = invoke(DEMO, "--preset", "demo", "--debug")
+    assert "Traceback" in debug.stderr and "abcdefghijklmnop" not in debug.stderr
 
 
 def _python_m_verify(*args: object, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -381,20 +395,35 @@ def test_demo_run_writes_every_format(suffix: str, tmp_path: Path) -> None:
         assert all(r["template"]["answer_source"] == "recorded" for r in results)
 
 
+def wrong_answers(tmp_path: Path) -> Path:
+    """The demo answers with model-a's capital of France wrong (its template fails on content)."""
+    data = json.loads(ANSWERS.read_text(encoding="utf-8"))
+    data["model-a"]["demo-capital"] = "Berlin is the capital of France."
+    return write_json(tmp_path / "wrong.json", data)
+
+
 def test_fail_under_exits_4(tmp_path: Path) -> None:
-    result, out = run_demo(tmp_path, "--fail-under", "1.1")
+    templates = ("--evaluation-mode", "template_and_rubric")  # the demo's templates fail 3 of 8 tasks
+    result, out = run_demo(tmp_path, *templates, "--fail-under", "0.7")
     assert result.exit_code == 4, result.output
-    assert "pass rate 1.000 is below --fail-under 1.1" in result.stderr
+    assert "pass rate 0.625 is below --fail-under 0.7" in result.stderr
     assert len(load_results(out)) == 8  # the results are still saved
-    assert run_demo(tmp_path, "--fail-under", "1.0", output="again.json")[0].exit_code == 0
+    assert run_demo(tmp_path, *templates, "--fail-under", "0.6", output="again.json")[0].exit_code == 0
+
+
+def test_fail_under_outside_0_1_is_a_usage_error_before_the_run(tmp_path: Path) -> None:
+    result, out = run_demo(tmp_path, "--fail-under", "2")
+    assert result.exit_code == 2
+    assert "--fail-under" in result.output and not out.exists()
 
 
 def test_fail_under_exit_status_of_the_real_process(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    proc = _python_m_verify(DEMO, "--preset", "demo", "--answers", ANSWERS, "--no-cache", "--output", out,
-                            "--fail-under", "1.1", "--question-ids", "demo-capital", cwd=tmp_path)
+    proc = _python_m_verify(DEMO, "--preset", "demo", "--answers", wrong_answers(tmp_path), "--no-cache",
+                            "--output", out, "--fail-under", "0.9", "--question-ids", "demo-capital",
+                            "--evaluation-mode", "template_and_rubric", cwd=tmp_path)
     assert proc.returncode == 4, proc.stderr
-    assert "pass rate 1.000" in proc.stdout
+    assert "pass rate 0.500" in proc.stdout
     assert len(load_results(out)) == 2
 
 
@@ -637,11 +666,16 @@ def test_resume_skips_tasks_saved_in_the_progress_file(tmp_path: Path) -> None:
     assert not progress.exists()
 
 
-def test_without_resume_a_stale_progress_file_is_discarded(tmp_path: Path) -> None:
+def test_without_resume_a_stale_progress_file_is_refused_unless_overwrite(tmp_path: Path) -> None:
     full, out = run_demo(tmp_path, output="out.jsonl")
     assert_ok(full)
-    (tmp_path / "out.jsonl.progress.jsonl").write_text(out.read_text(encoding="utf-8"), encoding="utf-8")
-    fresh, _ = run_demo(tmp_path, output="out.jsonl")
+    stale = tmp_path / "out.jsonl.progress.jsonl"
+    stale.write_text(out.read_text(encoding="utf-8"), encoding="utf-8")
+    refused, _ = run_demo(tmp_path, output="out.jsonl")
+    assert refused.exit_code == 1
+    assert "holds 8 finished task(s) of an earlier run" in refused.stderr and "--resume" in refused.stderr
+    assert stale.read_text(encoding="utf-8") == out.read_text(encoding="utf-8")  # untouched
+    fresh, _ = run_demo(tmp_path, "--overwrite", output="out.jsonl")
     assert_ok(fresh)
     assert "tasks: 8 (resumed 0)" in fresh.stdout
     assert len(load_results(out)) == 8
@@ -739,4 +773,7 @@ def test_connection_refused_says_so_in_one_line_and_fast(tmp_path: Path) -> None
     assert time.perf_counter() - started < 10
     assert result.exit_code == 3, result.output
     line = f"cannot connect to http://127.0.0.1:{port}/v1 (connection refused): is the server running?"
-    assert "error (2 task(s)): " in result.stderr and line in result.stderr
+    assert line in result.stderr
+    # by then the endpoint's breaker is open: the other task's calls are not even sent
+    refused = f"endpoint http://127.0.0.1:{port}/v1 is not answering (3 connection failures in a row); call not sent"
+    assert refused in result.stderr

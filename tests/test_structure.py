@@ -52,6 +52,7 @@ PACKAGES = {
     "verify.judging",
     "verify.judging.excerpts",
     "verify.templates",
+    "verify.sandbox",
     "verify.stages",
     "verify.run",
     "verify.results",

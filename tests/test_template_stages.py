@@ -82,22 +82,14 @@ def test_a_verify_that_never_ends_times_out_on_its_task_only() -> None:
     assert category(r) == "field_verification_error"
 
 
-async def test_run_code_reports_the_codes_own_errors_not_a_timeout() -> None:
-    from verify.templates.time_limit import CodeTimeout, run_code
+def test_the_worker_reports_the_codes_own_errors_not_a_timeout() -> None:
+    from verify.sandbox.worker import failure_of
 
-    def own_timeout() -> None:
-        raise TimeoutError("slow service")
-
-    def escape() -> None:
-        raise SystemExit(3)
-
-    with pytest.raises(RuntimeError, match="TimeoutError: slow service"):
-        await run_code(own_timeout, timeout=2)
-    with pytest.raises(RuntimeError, match="template code raised SystemExit"):
-        await run_code(escape, timeout=2)
-    with pytest.raises(CodeTimeout):
-        await run_code(__import__("time").sleep, 0.5, timeout=0.05)
-    assert await run_code(sum, [1, 2], timeout=2) == 3
+    own_timeout = failure_of(TimeoutError("slow service"))
+    assert (own_timeout["kind"], own_timeout["message"]) == ("RuntimeError", "TimeoutError: slow service")
+    escape = failure_of(SystemExit(3))
+    assert (escape["kind"], escape["message"]) == ("RuntimeError", "template code raised SystemExit: 3")
+    assert failure_of(KeyError("k")) == {"kind": "KeyError", "message": "'k'", "lines": []}
 
 
 @pytest.mark.parametrize(("body", "needle"), [

@@ -15,8 +15,8 @@ from verify.config.verification import VerificationConfig
 from verify.errors import ConfigError
 from verify.results.models import VerificationResult
 from verify.run.runner import run_verification
-from verify.templates.answer_base import BaseAnswer, check_regex
-from verify.templates.compiler import TemplateError, check_source, compile_template, parsed_fields
+from verify.templates.answer_base import BaseAnswer, check_regex, parsed_fields
+from verify.templates.compiler import TemplateError, check_source, compile_template
 
 KARENINA = Path(__file__).resolve().parent / "fixtures" / "karenina"
 FIXTURES = sorted(KARENINA.glob("*.jsonld"))

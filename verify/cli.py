@@ -5,19 +5,23 @@ overrides the preset (karenina's CLI resets preset values with its flag defaults
 
 Exit codes: 0 run completed with no task errors; 1 user or setup error; 2 usage error;
 3 run completed but some tasks ended with execution errors; 4 pass rate below ``--fail-under``;
-5 coverage (judged evaluations / all evaluations) below ``--min-coverage`` (default 1.0).
+5 coverage (judged evaluations / all evaluations) below ``--min-coverage`` (default 1.0);
+130 / 143 stopped by Ctrl-C / SIGTERM (what finished is saved; ``--resume`` goes on).
 """
 
 from __future__ import annotations
 
 import json
+import re
+import signal
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
 
-from verify.errors import UserError
+from verify.errors import RunInterrupted, UserError
+from verify.secrets import install_log_filter, register_config_secrets, register_env_secrets, scrub
 
 app = typer.Typer(
     add_completion=False, pretty_exceptions_show_locals=False, no_args_is_help=True,
@@ -54,6 +58,14 @@ def parse_indices(spec: str, count: int) -> list[int]:
             raise UserError(f"--questions: {part!r} is out of range 0-{count - 1}", "see the list with --show-plan")
         out.extend(range(start, end + 1))
     return out
+
+
+def parse_duration(text: str) -> float:
+    """'90', '90s', '30m', '2h' -> seconds."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if not found or float(found.group(1)) <= 0:
+        raise UserError(f"--deadline {text!r} is not a duration", "use seconds or a unit, e.g. --deadline 90, 30m or 2h")
+    return float(found.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[found.group(2)]
 
 
 def read_json(path: Path, what: str) -> Any:
@@ -100,14 +112,18 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
     output: Annotated[Path | None, Opt(help="results file: .json, .jsonl or .csv", rich_help_panel=RUN)] = None,
     answers: Annotated[Path | None, Opt(help="recorded answers JSON {model id: {question id: answer}}", rich_help_panel=RUN)] = None,
     manual_traces: Annotated[Path | None, Opt(help="karenina manual traces JSON {md5(question): answer}", rich_help_panel=RUN)] = None,
-    resume: Annotated[bool, Opt(help="skip tasks already saved in <output>.progress.jsonl", rich_help_panel=RUN)] = False,
+    resume: Annotated[bool, Opt(help="continue the run saved in --output (same checkpoint and judging settings)", rich_help_panel=RUN)] = False,
+    overwrite: Annotated[bool, Opt(help="replace an existing --output (and discard its unfinished progress)", rich_help_panel=RUN)] = False,
+    generate_missing_answers: Annotated[bool, Opt(help="with --answers or manual traces, let the answering model answer what they miss", rich_help_panel=RUN)] = False,
+    deadline: Annotated[str | None, Opt(help="stop the whole run after this long (90, 30m, 2h); what finished is saved", rich_help_panel=RUN)] = None,
+    code_time_limit: Annotated[float, Opt(min=0.01, help="seconds per call into checkpoint code (regexes, callables, templates)", rich_help_panel=RUN)] = 10.0,
     progressive_save: Annotated[bool, Opt(help="accepted for karenina compatibility; results are always saved as they finish", rich_help_panel=RUN, hidden=True)] = False,
     questions: Annotated[str | None, Opt(help="indices into the selected questions, e.g. 0,1,5-10", rich_help_panel=RUN)] = None,
     question_ids: Annotated[str | None, Opt(help="comma-separated question ids", rich_help_panel=RUN)] = None,
     include_unfinished: Annotated[bool, Opt(help="also verify questions not marked finished", rich_help_panel=RUN)] = False,
     no_cache: Annotated[bool, Opt("--no-cache", help="do not read or write the response cache", rich_help_panel=RUN)] = False,
     cache_dir: Annotated[Path, Opt(help="response cache directory", rich_help_panel=RUN)] = Path(".verify-cache"),
-    fail_under: Annotated[float | None, Opt(help="exit 4 when the pass rate (of complete tasks) is below RATE (0-1)", rich_help_panel=RUN)] = None,
+    fail_under: Annotated[float | None, Opt(min=0.0, max=1.0, help="exit 4 when the pass rate (of complete tasks) is below RATE (0-1)", rich_help_panel=RUN)] = None,
     min_coverage: Annotated[float, Opt(min=0.0, max=1.0, help="exit 5 when the share of evaluations judged is below RATE (0-1)", rich_help_panel=RUN)] = 1.0,
     run_name: Annotated[str | None, Opt(help="name stored in every result", rich_help_panel=RUN)] = None,
     prices: Annotated[Path | None, Opt(help='price table JSON {model: {"input_per_million": $, "output_per_million": $}}', rich_help_panel=RUN)] = None,
@@ -150,17 +166,52 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
 ) -> None:
     """Run (or plan) a verification of BENCHMARK."""
     flags = dict(locals())
+    signal.signal(signal.SIGTERM, _terminate)  # start-up; the run itself handles SIGTERM on its event loop
+    install_log_filter()
+    register_env_secrets()
     try:
         code = _main(flags)
+    except RunInterrupted as exc:
+        typer.secho(f"interrupted: {scrub(exc.message)}", err=True, fg="yellow")
+        typer.echo(f"hint: {exc.hint}", err=True)
+        raise typer.Exit(143 if exc.signal_name == "SIGTERM" else 130) from None
+    except KeyboardInterrupt:
+        typer.secho("interrupted before the run started: nothing was written", err=True, fg="yellow")
+        raise typer.Exit(130) from None
     except UserError as exc:
         if debug:
-            raise
+            _print_traceback()
         message = " ".join(line.strip() for line in exc.message.splitlines())
-        typer.secho(f"error: {message}", err=True, fg="red")
+        typer.secho(f"error: {scrub(message)}", err=True, fg="red")
         if exc.hint:
-            typer.echo(f"hint: {exc.hint}", err=True)
+            typer.echo(f"hint: {scrub(exc.hint)}", err=True)
+        raise typer.Exit(1) from None
+    except Exception as exc:  # a bug in verify: still one line (and no secret), the traceback on request
+        if debug:
+            _print_traceback()
+        message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        typer.secho(f"error: internal error: {scrub(message)}", err=True, fg="red")
+        typer.echo("hint: this is a bug in verify; rerun with --debug for the traceback and report it", err=True)
         raise typer.Exit(1) from None
     raise typer.Exit(code)
+
+
+def _print_traceback() -> None:
+    import traceback
+
+    typer.echo(scrub(traceback.format_exc()), err=True)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def run_inputs(flags: dict[str, Any]) -> list[Path]:
+    """The files this run reads, which --output must never name."""
+    found = [flags[k] for k in ("benchmark", "answers", "manual_traces", "deep_judgment_rubric_config", "prices") if flags[k]]
+    if flags["preset"]:
+        found += [p for p in (Path(flags["preset"]), Path("presets") / f"{flags['preset']}.json") if p.is_file()]
+    return found
 
 
 def build_config(flags: dict[str, Any]) -> Any:
@@ -221,10 +272,11 @@ def _main(flags: dict[str, Any]) -> int:
     from verify.run.tasks import select_questions
 
     config = build_config(flags)
+    register_config_secrets(config)
     for line in config_warnings(config):
-        typer.secho(f"warning: {line}", err=True, fg="yellow")
+        typer.secho(f"warning: {scrub(line)}", err=True, fg="yellow")
     if flags["show_config"]:
-        typer.echo(json.dumps(config_to_dict(config), indent=2, default=str))
+        typer.echo(scrub(json.dumps(config_to_dict(config), indent=2, default=str)))
         return 0
     bench = load_benchmark(flags["benchmark"])
     options = RunOptions(
@@ -234,6 +286,10 @@ def _main(flags: dict[str, Any]) -> int:
         run_name=flags["run_name"], progress=flags["verbose"],
         prices=read_prices(flags["prices"]) if flags["prices"] else None,
         question_ids=[q.strip() for q in flags["question_ids"].split(",") if q.strip()] if flags["question_ids"] else None,
+        overwrite=flags["overwrite"], inputs=run_inputs(flags), generate_missing_answers=flags["generate_missing_answers"],
+        answers_source=str(flags["answers"]) if flags["answers"] else None,
+        deadline=parse_duration(flags["deadline"]) if flags["deadline"] else None,
+        code_time_limit=flags["code_time_limit"],
     )
     if flags["questions"]:
         selected = select_questions(bench, options.question_ids, options.include_unfinished)
@@ -249,20 +305,18 @@ def _main(flags: dict[str, Any]) -> int:
         options.output = Path("verify-results") / f"{Path(flags['benchmark']).stem}.json"
     try:
         outcome = run_verification(bench, config, **vars(options))
-    except KeyboardInterrupt:
-        typer.secho("interrupted: finished tasks are saved", err=True, fg="yellow")
-        typer.echo(f"resume with: verify {flags['benchmark']} ... --output {options.output} --resume", err=True)
+    except KeyboardInterrupt:  # a second Ctrl-C: the hard way out
+        typer.secho(f"interrupted: finished tasks are saved in {options.output}.progress.jsonl", err=True, fg="yellow")
+        typer.echo(f"hint: rerun with --resume and --output {options.output} to finish the others", err=True)
         return 130
     from verify.results.report import render_summary
 
     render_summary(outcome)
     if outcome.summary.errors:
         for message, count in sorted(outcome.summary.error_messages.items(), key=lambda kv: -kv[1])[:3]:
-            typer.secho(f"error ({count} task(s)): {message}", err=True, fg="red")
-        typer.secho(
-            f"{outcome.summary.errors} task(s) ended with execution errors (see metadata.errors); "
-            "rerun with --resume to retry rate-limited or timed-out tasks", err=True, fg="yellow",
-        )
+            typer.secho(f"error ({count} task(s)): {scrub(message)}", err=True, fg="red")
+        typer.secho(f"{outcome.summary.errors} task(s) ended with execution errors (see metadata.errors); "
+                    + _resume_advice(outcome.results), err=True, fg="yellow")
         return 3
     if outcome.summary.coverage < flags["min_coverage"]:
         typer.secho(
@@ -275,6 +329,19 @@ def _main(flags: dict[str, Any]) -> int:
         typer.secho(f"pass rate {outcome.summary.pass_rate:.3f} is below --fail-under {flags['fail_under']}", err=True, fg="red")
         return 4
     return 0
+
+
+def _resume_advice(results: list[Any]) -> str:
+    """Which tasks ``--resume`` would run again, and why (transient, or fixed outside the run)."""
+    from collections import Counter
+
+    from verify.results.store import rerun_reason
+
+    reasons = Counter(r for r in (rerun_reason(x.metadata.model_dump()) for x in results) if r)
+    if not reasons:
+        return "--resume would not change them (fix the cause and rerun with --overwrite)"
+    parts = ", ".join(f"{n} {reason}" for reason, n in reasons.most_common())
+    return f"rerun with --resume to run {sum(reasons.values())} of them again ({parts})"
 
 
 def main() -> None:

@@ -7,7 +7,8 @@ The tree::
     │   ├── BenchmarkError   a checkpoint that cannot be loaded (lists every problem found)
     │   ├── ConfigError      an invalid VerificationConfig / override / flag combination
     │   ├── PresetError      a preset that cannot be found or read
-    │   └── RunStopped       the run hit its time limit; what finished is saved, --resume goes on
+    │   ├── RunStopped       the run hit its time limit or could not write; what finished is saved
+    │   └── RunInterrupted   SIGINT/SIGTERM stopped the run; what finished is saved, --resume goes on
     ├── ModelError           a model call that failed for good (after retries)
     │   └── ModelSetupError  a provider package or credential is missing (also a UserError)
     └── SearchError          a search call that failed for good
@@ -33,6 +34,27 @@ from pydantic import BaseModel, ValidationError
 #: with backoff (``retry_policy``), recorded as retryable task errors, and re-run by ``--resume``.
 TransientCategory = Literal["connection", "timeout", "rate_limit", "server_error"]
 TRANSIENT_CATEGORIES: tuple[str, ...] = get_args(TransientCategory)
+
+#: Permanent failures the user fixes outside the run (a key, an account's access, a model name, a
+#: package): ``--resume`` runs these tasks again. Matched on the recorded message, which carries the
+#: provider's exception name and status ("AuthenticationError: Error code: 401 ...").
+_FIXABLE: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("authentication", ("authenticationerror", "error code: 401", "status 401", "unauthorized", "invalid api key",
+                        "incorrect api key", "invalid x-api-key")),
+    ("permission", ("permissiondeniederror", "error code: 403", "status 403", "forbidden")),
+    ("model not found", ("notfounderror", "error code: 404", "status 404", "model_not_found", "does not exist")),
+    ("missing package", ("no module named", "modulenotfounderror", "pip install")),
+)
+
+
+def fixable_reason(category: str | None, message: str | None) -> str | None:
+    """Why a failed task is worth running again after the user fixed something, or ``None``."""
+    if category in TRANSIENT_CATEGORIES:
+        return str(category)
+    if category not in ("permanent", "model_error", "unexpected_error") or not message:
+        return None
+    text = message.lower()
+    return next((reason for reason, needles in _FIXABLE if any(n in text for n in needles)), None)
 
 
 class VerifyError(Exception):
@@ -80,6 +102,14 @@ class RunStopped(UserError):
     def __init__(self, message: str, hint: str | None = None, results: list[Any] | None = None) -> None:
         super().__init__(message, hint)
         self.results = results or []
+
+
+class RunInterrupted(UserError):
+    """SIGINT or SIGTERM stopped the run; finished tasks are saved for ``--resume``."""
+
+    def __init__(self, message: str, hint: str | None = None, signal_name: str = "SIGINT") -> None:
+        super().__init__(message, hint)
+        self.signal_name = signal_name
 
 
 class ModelError(VerifyError):

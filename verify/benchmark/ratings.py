@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
-from collections.abc import Callable
+import sys
 from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel
 
-from verify.benchmark.problems import Problems, build_model
-from verify.benchmark.traits import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait
+from verify.benchmark.problems import Problems, build_model, kind_of, trait_where, wrong_type
+from verify.benchmark.traits import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait, Rubric
+from verify.files import JsonProblem, parse_json
 
 Scope = Literal["global", "question"]
 AnyTrait = LLMTrait | RegexTrait | CallableTrait | MetricTrait | AgenticTrait
@@ -59,13 +59,6 @@ def parse_type(value: Any) -> tuple[Scope, str] | None:
     return None
 
 
-def trait_where(container: str | None, index: int, name: Any) -> str:
-    """Location of a rating (``container`` None = top level): by trait name if it has one, else index."""
-    if isinstance(name, str) and name.strip():
-        return f"global trait {name!r}" if container is None else f"{container} / trait {name!r}"
-    return f"rating[{index}] (top level)" if container is None else f"{container} / rating[{index}]"
-
-
 def read_properties(
     raw: Any, known: frozenset[str] | None, where: str, problems: Problems
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -77,38 +70,44 @@ def read_properties(
     values: dict[str, Any] = {}
     extras: list[dict[str, Any]] = []
     if raw is not None and not isinstance(raw, list):
-        problems.add(where, "additionalProperty must be a list of PropertyValue objects")
+        problems.add(where, wrong_type("additionalProperty", raw, "a list of PropertyValue objects"))
         return values, extras
     for i, entry in enumerate(raw or []):
-        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            problems.add(where, f"additionalProperty[{i}] is not a PropertyValue with a string 'name'")
-        elif known is None or entry["name"] in known:
-            values[entry["name"]] = entry.get("value")
-        else:
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str):
+            _bad_property(i, entry, where, problems)
+        elif known is None or name in known:
+            value = entry.get("value")
+            if not isinstance(value, (dict, list)) or problems.check_depth(where, f"property {name!r}", value):
+                values[name] = value
+        elif problems.check_depth(where, f"property {name!r}", entry):
             extras.append(entry)
     return values, extras
+
+
+def _bad_property(index: int, entry: Any, where: str, problems: Problems) -> None:
+    at = f"additionalProperty[{index}]"
+    if not isinstance(entry, dict):
+        problems.add(where, wrong_type(at, entry, "a PropertyValue object"))
+    elif "name" not in entry:
+        problems.add(where, f"{at} is not a PropertyValue with a string 'name'")
+    else:
+        problems.add(where, wrong_type(f"{at}.name", entry["name"], "text"))
 
 
 def json_value(value: Any, want: type, what: str, where: str, problems: Problems) -> Any:
     """A value stored either directly or as a JSON string (karenina accepts both); None if bad."""
     if isinstance(value, str) and want is not str:
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            problems.add(where, f"{what} is a string but not valid JSON ({exc.msg})")
+            value = parse_json(value)
+        except JsonProblem as exc:
+            problems.add(where, f"{what} is a string but not valid JSON ({exc.problem})")
             return None
     if not isinstance(value, want):
-        problems.add(where, f"{what} must be a JSON {want.__name__}, got {type(value).__name__}")
+        expected = "a list" if want is list else "an object" if want is dict else want.__name__
+        problems.add(where, f"{what} is {kind_of(value)}, expected {expected} (or a JSON string of one)")
         return None
     return value
-
-
-def check_unique_names(traits: list[AnyTrait], where: Callable[[str], str], problems: Problems) -> None:
-    seen: set[str] = set()
-    for trait in traits:
-        if trait.name in seen:
-            problems.add(where(trait.name), "duplicate trait name; trait names must be unique")
-        seen.add(trait.name)
 
 
 # ---------------------------------------------------------------------------------------- decoding
@@ -126,13 +125,13 @@ def decode_ratings(raw: Any, container: str | None, problems: Problems) -> Ratin
     if raw is None:
         return out
     if not isinstance(raw, list):
-        problems.add(container or "top level", "'rating' must be a list of Rating objects")
+        problems.add(container or "top level", wrong_type("rating", raw, "a list of Rating objects"))
         return out
     expected: Scope = "global" if container is None else "question"
     for i, rating in enumerate(raw):
         at = trait_where(container, i, None)
         if not isinstance(rating, dict):
-            problems.add(at, "not a Rating object")
+            problems.add(at, f"is {kind_of(rating)}, expected a Rating object")
             continue
         kind = parse_type(rating.get("additionalType"))
         on = f" on trait {rating['name']!r}" if isinstance(rating.get("name"), str) else ""
@@ -145,7 +144,8 @@ def decode_ratings(raw: Any, container: str | None, problems: Problems) -> Ratin
             problems.add(at, f"question-specific type {rating['additionalType']!r}{on} at top level; move it "
                              "into a question's item.rating or use the matching karenina:Global... type")
         elif kind[0] != expected:
-            out.ignored.append(rating)
+            if problems.check_depth(at, "rating", rating):
+                out.ignored.append(rating)
         else:
             trait = decode_trait(rating, kind[1], trait_where(container, i, rating.get("name")), problems)
             if trait is not None:
@@ -182,14 +182,18 @@ def decode_trait(rating: dict[str, Any], family: str, where: str, problems: Prob
     """Decode one rating of a known family (``dynamic`` resolves its ``dynamic_trait_type``)."""
     start = problems.count
     if not isinstance(rating.get("name"), str):
-        problems.add(where, "missing 'name'")
+        problems.wrong(where, rating, "name", "text (the trait's name)", "missing 'name'")
         return None
     bounds = []
     for key in ("bestRating", "worstRating"):
         value = rating.get(key)
         if isinstance(value, bool) or not isinstance(value, int | float):
-            problems.add(where, f"'{key}' must be a number, got {value!r}")
-        bounds.append(float(value) if isinstance(value, int | float) else 0.0)
+            problems.wrong(where, rating, key, "a number", f"missing '{key}' (a number)")
+            value = 0.0
+        elif not abs(value) <= sys.float_info.max:  # NaN or Infinity (passed from Python), or huge
+            problems.add(where, f"{key} is not a finite number; write a number")
+            value = 0.0
+        bounds.append(float(value))
     props = rating.get("additionalProperty")
     if family == "dynamic":
         listed = props if isinstance(props, list) else []
@@ -356,6 +360,14 @@ def _encode_agentic(trait: AgenticTrait) -> tuple[str, tuple[float, float], list
         bounds = (float(top) if isinstance(top, int | float) else 5.0,
                   float(bottom) if isinstance(bottom, int | float) else 1.0)
     return "AgenticRubricTrait", bounds, list(trait.properties.items())
+
+
+def rubric_of(traits: list[AnyTrait]) -> Rubric | None:
+    return Rubric(traits=traits) if traits else None
+
+
+def encode_rubric(rubric: Rubric | None, scope: Scope, dynamic: bool = False) -> list[dict[str, Any]]:
+    return [encode_trait(t, scope, dynamic) for t in (rubric.traits if rubric else [])]
 
 
 def encode_trait(trait: AnyTrait, scope: Scope, dynamic: bool = False) -> dict[str, Any]:

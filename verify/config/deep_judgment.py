@@ -11,13 +11,17 @@ Resolution (seed 003):
 
 Any ``None`` number falls back to the ``deep_judgment_rubric_*_default`` values (7 excerpts, 0.80,
 2 retries) -- not to the template deep-judgment settings as karenina does.
+
+A ``custom`` config must name traits and questions of the benchmark: :func:`check_custom_names`
+finds the names that match nothing (a typo would otherwise run that trait without deep judgment)
+and the entries that can have no effect (a regex trait, a template-kind trait).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
@@ -32,7 +36,8 @@ __all__ = [
     "OFF",
     "TraitDJSettings",
     "resolve_rubric",
-    "resolve_trait","SEARCH_TOOLS", "DeepJudgmentRubricCustomConfig", "DeepJudgmentTraitConfig", "SearchTool"]
+    "resolve_trait","SEARCH_TOOLS", "DeepJudgmentRubricCustomConfig", "DeepJudgmentTraitConfig", "SearchTool",
+    "CustomNameCheck", "check_custom_names"]
 
 #: Built-in search backends; a callable ``(query) -> results`` is accepted too.
 SEARCH_TOOLS: tuple[str, ...] = ("tavily", "simulated")
@@ -178,3 +183,50 @@ def resolve_trait(config: VerificationConfig, question_id: str, trait: LLMTrait)
 
 def resolve_rubric(config: VerificationConfig, question_id: str, traits: list[LLMTrait]) -> dict[str, TraitDJSettings]:
     return {t.name: resolve_trait(config, question_id, t) for t in traits}
+
+
+# --------------------------------------------------------------------------- custom names vs the benchmark
+
+
+class CustomNameCheck(NamedTuple):
+    problems: list[str]  # names that match no question or trait: each stops the run
+    warnings: list[str]  # entries for traits that deep judgment never applies to
+
+
+def check_custom_names(
+    custom: DeepJudgmentRubricCustomConfig, traits_of: Mapping[str, Mapping[str, object]],
+    benchmark: str = "the benchmark",
+) -> CustomNameCheck:
+    """Compare a ``custom`` config with the benchmark (named ``benchmark`` in messages): ``traits_of``
+    maps each question id to its traits by name (global and question-specific, as it is judged)."""
+    problems: list[str] = []
+    warnings: list[str] = []
+    everywhere: dict[str, object] = {}
+    for traits in traits_of.values():
+        for name, trait in traits.items():
+            everywhere.setdefault(name, trait)
+
+    def check(where: str, name: str, known: Mapping[str, object], scope: str) -> None:
+        if name not in known:
+            problems.append(f"{where}: {scope} has no trait {name!r}{did_you_mean(name, known)}")
+            return
+        trait = known[name]
+        if not isinstance(trait, LLMTrait):
+            kind = getattr(trait, "trait_type", type(trait).__name__)
+            warnings.append(f"{where}: {name!r} is a {kind} trait; deep judgment applies to LLM traits only, "
+                            "so this entry has no effect")
+        elif trait.kind == "template":
+            warnings.append(f"{where}: {name!r} is a template-kind trait, which has no deep judgment; this "
+                            "entry has no effect")
+
+    for name in custom.global_traits:
+        check(f"deep_judgment_rubric_config.global[{name!r}]", name, everywhere, benchmark)
+    for question_id, entries in custom.question_specific.items():
+        where = f"deep_judgment_rubric_config.question_specific[{question_id!r}]"
+        if question_id not in traits_of:
+            problems.append(f"{where}: {benchmark} has no question {question_id!r}"
+                            f"{did_you_mean(question_id, traits_of)}")
+            continue
+        for name in entries:
+            check(f"{where}[{name!r}]", name, traits_of[question_id], f"question {question_id!r} of {benchmark}")
+    return CustomNameCheck(problems, warnings)

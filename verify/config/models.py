@@ -96,6 +96,19 @@ class RetryPolicy(BaseModel):
     timeout_escalation: Any = Field(
         default=None, description="Accepted from karenina presets; not used by verify."
     )
+    breaker_failures: int = Field(
+        default=3,
+        ge=0,
+        description="verify only: after this many attempts in a row to one endpoint time out or fail to "
+        "connect (retries and concurrent calls included), calls to it fail fast without being sent, as "
+        "timeout/connection errors that --resume runs again; 0 = never.",
+    )
+    breaker_cooldown_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="verify only: seconds an endpoint's calls fail fast before one is let through to see "
+        "whether it answers again.",
+    )
 
     def for_category(self, category: str) -> CategoryRetryConfig:
         """The budget of ``category``; unknown and ``permanent`` categories get no retries."""

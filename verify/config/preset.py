@@ -22,7 +22,6 @@ from verify.config.report import config_to_dict
 from verify.config.verification import VerificationConfig
 from verify.errors import PresetError, format_validation_error
 from verify.files import write_atomic
-from verify.secrets import mask_secrets
 
 __all__ = ["default_presets_dirs", "list_presets", "load_preset", "save_preset"]
 
@@ -132,15 +131,12 @@ def _config_part(data: dict[str, Any], source: str) -> tuple[dict[str, Any], str
 
 
 def _sanitized_model(model: dict[str, Any]) -> dict[str, Any]:
-    """Drop API keys, manual traces, secret-looking ``extra_kwargs`` and unset optional fields."""
-    kept = {
+    """Drop API keys, manual traces and unset optional fields (other credentials are already out)."""
+    return {
         key: value
         for key, value in model.items()
         if key not in _SECRET_FIELDS and key != "manual_traces" and (key in _ALWAYS_KEPT or value is not None)
     }
-    if isinstance(kept.get("extra_kwargs"), dict):
-        kept["extra_kwargs"] = mask_secrets(kept["extra_kwargs"], drop=True)  # nested headers too
-    return kept
 
 
 def _slug(name: str) -> str:
@@ -159,7 +155,8 @@ def save_preset(
     """Write ``config`` as a karenina-shaped preset and return the file written.
 
     ``path`` is the file, or an existing directory (the file is then named after ``name`` as
-    karenina does: lowercase, dashes, ``.json``). API keys and manual traces are never written.
+    karenina does: lowercase, dashes, ``.json``). Credentials (API keys, credential headers, user
+    info and key parameters of URLs) and manual traces are never written.
     Refuses to replace an existing file unless ``overwrite=True`` (which keeps its ``id`` and
     ``created_at``).
     """
@@ -187,7 +184,7 @@ def save_preset(
             old = loaded if isinstance(loaded, dict) else {}
         except (OSError, ValueError):
             old = {}
-    dumped = config_to_dict(config)
+    dumped = config_to_dict(config, drop_secrets=True)  # URLs lose their credentials, headers their keys
     for role in ("answering_models", "parsing_models"):
         dumped[role] = [_sanitized_model(m) for m in dumped[role]]
     try:

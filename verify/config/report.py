@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from verify.secrets import mask_secrets
+from verify.secrets import FREE_FORM_FIELDS, mask_secrets, register_config_secrets
 
 if TYPE_CHECKING:
     from verify.config.verification import VerificationConfig
@@ -18,20 +18,22 @@ __all__ = ["INERT_FIELDS", "config_to_dict", "config_warnings", "inert_settings"
 # --------------------------------------------------------------------------- dumps and messages
 
 
-def config_to_dict(config: VerificationConfig) -> dict[str, Any]:
-    """A JSON-safe dump of every field. API keys are masked as ``"**********"`` (never the key),
-    ``manual_traces``/``replay_store``/``skip_triples`` are left out, and a callable search tool
-    becomes ``"<callable name>"``. Secret-looking ``extra_kwargs`` entries (``api_key``, ``token``,
-    ...) are masked the same way."""
+def config_to_dict(config: VerificationConfig, *, drop_secrets: bool = False) -> dict[str, Any]:
+    """A JSON-safe dump of every field, safe to print or store: credentials are masked as
+    ``"**********"`` (or, with ``drop_secrets``, left out, as a saved preset needs) wherever
+    :mod:`verify.secrets` recognises them: API key fields, credential-named entries of the free-form
+    settings (``extra_kwargs`` headers, ``[name, value]`` pairs...), credentials in URLs
+    (``http://***@host``) and any string holding a registered secret. The config's own secrets are
+    registered first, so they are masked wherever else they turn up. ``manual_traces``/
+    ``replay_store``/``skip_triples`` are left out, and a callable search tool becomes
+    ``"<callable name>"``."""
+    register_config_secrets(config)
     data = config.model_dump(mode="json", by_alias=True)
-    for role in ("answering_models", "parsing_models"):
-        for model in data.get(role) or []:
-            extra = model.get("extra_kwargs")
-            if isinstance(extra, dict):
-                model["extra_kwargs"] = mask_secrets(extra)  # nested headers too
-    return data
-
-
+    for owner in [data, *(data.get("answering_models") or []), *(data.get("parsing_models") or [])]:
+        for name in FREE_FORM_FIELDS & owner.keys():
+            owner[name] = mask_secrets(owner[name], drop=drop_secrets)  # nested headers too
+    dumped: dict[str, Any] = mask_secrets(data, drop=drop_secrets, by_name=False)
+    return dumped
 
 
 #: Every config field verify accepts but does not act on, with why: the one place that says so.

@@ -3,7 +3,11 @@
 Callable traits run Python code from the checkpoint. verify accepts base64 of *source text* (a
 function ``f(text)``) and refuses cloudpickle payloads: unpickling runs arbitrary code on load and
 is tied to the Python version that wrote it. A refused or failing callable is ``unscored`` with
-the reason.
+the reason. :func:`eval_callable` runs the code where it is called: the run calls it in a worker
+process, under a time limit (``verify.sandbox.calls.run_callable``).
+
+Regex traits keep ``re``'s semantics but match with the ``regex`` package (its default V0 syntax is
+``re``'s), for its ``timeout``: a pattern that backtracks for hours raises :class:`CodeTimeout`.
 """
 
 from __future__ import annotations
@@ -16,8 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import regex
+
 from verify.benchmark.traits import CallableTrait, MetricTrait, RegexTrait
 from verify.results.models import Score
+from verify.templates.time_limit import CodeTimeout
 
 
 @dataclass(frozen=True)
@@ -29,9 +36,15 @@ class Verdict:
     reason: str | None = None
 
 
-def eval_regex(trait: RegexTrait, text: str) -> Verdict:
-    flags = 0 if trait.case_sensitive else re.IGNORECASE
-    found = re.search(trait.pattern, text, flags) is not None
+def eval_regex(trait: RegexTrait, text: str, timeout: float | None = None) -> Verdict:
+    """``re.search`` semantics, stopped after ``timeout`` seconds (CodeTimeout). Blocking: call it
+    off the event loop (the ``regex`` package releases the GIL while matching)."""
+    re.compile(trait.pattern)  # an invalid pattern fails as it always did, with re's error
+    flags = 0 if trait.case_sensitive else regex.IGNORECASE
+    try:
+        found = regex.search(trait.pattern, text, flags, timeout=timeout) is not None
+    except TimeoutError:
+        raise CodeTimeout(f"regex timed out after {timeout:g} s") from None
     return Verdict(score=found != trait.invert_result)
 
 
@@ -90,6 +103,7 @@ def load_callable(trait: CallableTrait) -> Callable[[str], Any]:
 
 
 def eval_callable(trait: CallableTrait, text: str) -> Verdict:
+    """Run the trait's function on ``text`` here, with no time limit: the run calls this in a worker."""
     try:
         value = load_callable(trait)(text)
     except Exception as exc:

@@ -2,12 +2,14 @@
 
 The chain (outermost first)::
 
-    CachedModel -> RetryingModel -> LimitedModel (endpoint) -> LimitedModel (run) -> adapter
+    CachedModel -> RetryingModel -> LimitedModel (endpoint) -> LimitedModel (run)
+        -> BreakerModel -> adapter
 
 so a cache hit costs neither a retry budget nor a concurrency slot, and a call that is
 sleeping out a backoff does not hold a slot (the limits count requests in flight). A call waits
 for its endpoint's slot before it takes one of the run's, so a busy local server does not hold
-slots that calls to other servers could use.
+slots that calls to other servers could use. The endpoint's circuit breaker checks each attempt
+once it has its slots, right before it is sent.
 """
 
 from __future__ import annotations
@@ -16,14 +18,16 @@ import asyncio
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from verify.config.models import RetryPolicy
 from verify.errors import ModelError
+from verify.llm.breaker import BreakerModel, CircuitBreaker, endpoint_of
 from verify.llm.ports import ChatModel, ChatReply, ChatRequest, Purpose, Usage
 from verify.llm.resilience import LimitedModel, RetryingModel
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from verify.config.models import ErrorPatternConfig, ModelConfig, RetryPolicy
+    from verify.config.models import ErrorPatternConfig, ModelConfig
     from verify.llm.cache import ResponseCache
 
 __all__ = ["CountingModel", "build_model"]
@@ -40,6 +44,7 @@ def build_model(
     api_key_env: Mapping[str, str] | None = None,
     adapter_factory: Callable[[ModelConfig], ChatModel] | None = None,
     error_patterns: Sequence[ErrorPatternConfig] = (),
+    breaker: CircuitBreaker | None = None,
 ) -> ChatModel:
     """The adapter for ``config.interface`` (or ``adapter_factory``'s), wrapped in retry, limiters and cache.
 
@@ -47,8 +52,10 @@ def build_model(
     model's server (``ModelConfig.max_concurrent_requests``, shared by models on one endpoint).
     ``policy`` and ``request_timeout`` are the run's defaults: the model's own
     ``retry_policy`` / ``request_timeout`` win when set (karenina stamps them the same way);
-    with neither, karenina's default RetryPolicy and the SDK's timeout apply. ``manual`` has no
-    live model and raises :class:`ModelError`.
+    with neither, karenina's default RetryPolicy and the SDK's timeout apply. ``breaker`` is the
+    circuit breaker of the model's server (shared by the models on it); without one the model gets
+    its own, unless the policy's ``breaker_failures`` is 0. ``manual`` has no live model and raises
+    :class:`ModelError`.
     """
     interface = config.interface
     if config.request_timeout is None and request_timeout is not None:
@@ -66,11 +73,17 @@ def build_model(
         from verify.llm.adapters.langchain import LangChainModel
 
         model = LangChainModel(config, api_key_env=api_key_env)
+    policy = config.retry_policy or policy or RetryPolicy()
+    if breaker is None and policy.breaker_failures:
+        failures, cooldown = policy.breaker_failures, policy.breaker_cooldown_seconds
+        breaker = CircuitBreaker(endpoint_of(config).name, failures=failures, cooldown=cooldown)
+    if breaker is not None:
+        model = BreakerModel(model, breaker, error_patterns)
     if limiter is not None:
         model = LimitedModel(model, limiter)
     if endpoint_limiter is not None:
         model = LimitedModel(model, endpoint_limiter)
-    model = RetryingModel(model, config.retry_policy or policy, patterns=error_patterns)
+    model = RetryingModel(model, policy, patterns=error_patterns, breaker=breaker)
     if cache is not None:
         from verify.llm.cache import CachedModel
 

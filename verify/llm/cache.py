@@ -3,7 +3,9 @@
 One table ``replies(key TEXT PRIMARY KEY, value TEXT, created REAL)`` in WAL mode; each put is
 its own transaction (``INSERT OR REPLACE``), so a killed process loses at most the reply being
 written and never leaves the file unusable. A file that SQLite cannot read is moved aside to
-``<name>.corrupt-<timestamp>`` (with a warning) and a fresh cache is created in its place.
+``<name>.corrupt-<timestamp>`` (with a warning) and a fresh cache is created in its place. A failed
+read, write or delete is logged the first time it happens; the same failure again (a full disk
+fails every write) is only counted, and :meth:`ResponseCache.close` reports the count in one line.
 
 The key is the sha256 of ``{model_id, messages, schema, replicate, cache_version}``: ``purpose`` and
 ``trait`` are deliberately not part of it (the same prompt to the same model is the same call).
@@ -19,6 +21,7 @@ import sqlite3
 import threading
 import time
 import warnings
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -56,6 +59,8 @@ class ResponseCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._conn = self._open()
+        self._repeats: Counter[tuple[str, str]] = Counter()  # (operation, error) -> failures after the first
+        self._repeats_lock = threading.Lock()
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
@@ -91,7 +96,7 @@ class ResponseCache:
             with self._lock:
                 row = self._conn.execute("SELECT value FROM replies WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error as exc:
-            log.warning("response cache read failed (treated as a miss): %s", exc)
+            self._failed("read", exc, "treated as a miss")
             return None
         if row is None:
             return None
@@ -112,11 +117,12 @@ class ResponseCache:
                         (key, blob, time.time()),
                     )
                 except BaseException:
-                    self._conn.execute("ROLLBACK")
+                    if self._conn.in_transaction:  # SQLite already rolled back on a full disk
+                        self._conn.execute("ROLLBACK")
                     raise
                 self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            log.warning("response cache write failed (reply not cached): %s", exc)
+            self._failed("write", exc, "reply not cached")
 
     def delete(self, key: str, value: dict[str, Any]) -> None:
         """Delete ``key`` only while it still holds ``value`` (another call may have replaced it)."""
@@ -125,13 +131,33 @@ class ResponseCache:
             with self._lock:
                 self._conn.execute("DELETE FROM replies WHERE key = ? AND value = ?", (key, blob))
         except sqlite3.Error as exc:
-            log.warning("response cache delete failed: %s", exc)
+            self._failed("delete", exc, "entry kept")
+
+    def _failed(self, operation: str, exc: sqlite3.Error, outcome: str) -> None:
+        key = (operation, str(exc))
+        with self._repeats_lock:
+            first = key not in self._repeats
+            self._repeats[key] += 0 if first else 1
+        if first:
+            log.warning("response cache %s failed (%s): %s", operation, outcome, exc)
+
+    @property
+    def repeated_failures(self) -> dict[tuple[str, str], int]:
+        """``{(operation, error): failures after the first}``: those not logged one by one."""
+        with self._repeats_lock:
+            return {key: n for key, n in self._repeats.items() if n}
 
     def __len__(self) -> int:
         with self._lock:
             return int(self._conn.execute("SELECT count(*) FROM replies").fetchone()[0])
 
     def close(self) -> None:
+        """Close the file, after one line per failure that repeated (how many more times it did)."""
+        for (operation, error), n in self.repeated_failures.items():
+            plural = "s" if n > 1 else ""
+            log.warning("response cache: %d more %s failure%s like the above (%s)", n, operation, plural, error)
+        with self._repeats_lock:
+            self._repeats.clear()
         with self._lock:
             self._conn.close()
 

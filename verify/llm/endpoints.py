@@ -1,15 +1,28 @@
-"""Where a model is served: showing its URL safely, telling a loopback URL, and the one-line error
-for a URL where nothing listens (:class:`EndpointUnreachable`)."""
+"""Where a model is served: its base URL, showing that URL safely, telling a loopback URL, and the
+one-line errors for a URL where nothing listens (:class:`EndpointUnreachable`) and for an endpoint
+whose circuit breaker is open (:class:`EndpointNotAnswering`)."""
 
 from __future__ import annotations
 
 import errno
 import ipaddress
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from verify.errors import ModelError
 
-__all__ = ["EndpointUnreachable", "connection_refused", "is_loopback_url", "shown_url"]
+if TYPE_CHECKING:
+    from verify.config.models import ModelConfig
+
+__all__ = [
+    "EndpointNotAnswering",
+    "EndpointUnreachable",
+    "base_url_of",
+    "connection_refused",
+    "is_loopback_url",
+    "shown_url",
+    "url_key",
+]
 
 _REFUSED_ERRNOS = frozenset({errno.ECONNREFUSED, 10061})  # 10061: WSAECONNREFUSED on Windows
 
@@ -28,6 +41,19 @@ def connection_refused(exc: BaseException) -> bool:
         current = current.__cause__ or current.__context__
         seen += 1
     return False
+
+
+def base_url_of(model: ModelConfig) -> str | None:
+    """The URL of the server ``model`` is sent to, when its config names one."""
+    url = model.endpoint_base_url or model.anthropic_base_url or (model.extra_kwargs or {}).get("base_url")
+    return url if isinstance(url, str) and url else None
+
+
+def url_key(url: str) -> str:
+    """The server ``url`` points at, for grouping models by it: :func:`shown_url` in lower case,
+    without a trailing ``/`` or ``/v1`` (so ``http://Host:8000/v1/`` and ``http://host:8000`` are one
+    server, and no credential is part of the key)."""
+    return shown_url(url).rstrip("/").removesuffix("/v1").lower()
 
 
 def is_loopback_url(url: str) -> bool:
@@ -63,3 +89,18 @@ class EndpointUnreachable(ModelError):
         self.url = shown_url(url)
         self.local = is_loopback_url(url)
         super().__init__(f"cannot connect to {self.url} (connection refused): is the server running?", "connection")
+
+
+class EndpointNotAnswering(ModelError):
+    """A call refused without being sent: ``endpoint``'s circuit breaker is open
+    (:mod:`verify.llm.breaker`). ``category`` is that of the failures that opened it, ``timeout`` or
+    ``connection``, so the task is recorded as a retryable error and ``--resume`` runs it again.
+
+    ``streak`` says what failed, e.g. ``"3 timeouts"``; ``what`` is the thing not sent (a call, or
+    a retry of one).
+    """
+
+    def __init__(self, endpoint: str, streak: str, category: str, *, what: str = "call") -> None:
+        self.endpoint = endpoint
+        message = f"endpoint {endpoint} is not answering ({streak} in a row); {what} not sent"
+        super().__init__(message, category)

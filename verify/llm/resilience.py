@@ -2,11 +2,13 @@
 
 The wrapper chain built by :func:`verify.llm.build.build_model` is::
 
-    CachedModel -> RetryingModel -> LimitedModel (endpoint) -> LimitedModel (run) -> adapter
+    CachedModel -> RetryingModel -> LimitedModel (endpoint) -> LimitedModel (run)
+        -> BreakerModel -> adapter
 
 * the cache is outermost, so a hit costs no retry budget and no concurrency slot;
 * the limiter sits *inside* the retry loop, so it counts requests in flight: a call that is
-  sleeping out a backoff does not hold a slot that another call could use.
+  sleeping out a backoff does not hold a slot that another call could use;
+* the circuit breaker (:mod:`verify.llm.breaker`) sees every attempt, just before it is sent.
 
 Errors are classified into ``connection``, ``timeout``, ``rate_limit``, ``server_error`` or
 ``permanent`` by class name (walking the MRO and the ``__cause__`` chain) and by HTTP status
@@ -16,7 +18,8 @@ by an inner model keeps its own category (the simulated model uses this to injec
 An adapter that finds nothing listening at its URL raises :class:`EndpointUnreachable`, one line
 naming the URL; on a loopback URL it is retried at most once, quickly (a local server that is not
 running will not start by itself). Requests are counted: a reply's ``attempts`` is set to the
-requests of every try, and an error that gives up carries them too (:func:`attempts_of`).
+requests of every try, and an error that gives up carries them too (:func:`attempts_of`). A call
+refused by an open circuit breaker (:class:`EndpointNotAnswering`) is not retried.
 """
 
 from __future__ import annotations
@@ -29,13 +32,16 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from verify.config.models import ErrorPatternConfig, RetryPolicy
 from verify.errors import TRANSIENT_CATEGORIES, ModelError
-from verify.llm.endpoints import EndpointUnreachable
+from verify.llm.endpoints import EndpointNotAnswering, EndpointUnreachable
 from verify.llm.ports import ChatModel, ChatReply, ChatRequest
 from verify.secrets import redact
+
+if TYPE_CHECKING:
+    from verify.llm.breaker import CircuitBreaker
 
 __all__ = [
     "Backoff",
@@ -264,9 +270,11 @@ class RetryingModel:
 
     Permanent errors and exhausted budgets raise :class:`ModelError` whose message names the
     model, the category and the last error (credentials redacted); an :class:`EndpointUnreachable`
-    is raised as it is. ``retries_used`` counts the retries spent per category over the wrapper's
-    life; ``delays`` lists every sleep taken. A reply's ``attempts`` (and, via :func:`attempts_of`,
-    the final error's) count the requests of every try.
+    is raised as it is, and so is an :class:`EndpointNotAnswering`. With ``breaker`` (the one in
+    front of the adapter), a retry that it would refuse is given up at once instead of after its
+    backoff. ``retries_used`` counts the retries spent per category over the wrapper's life;
+    ``delays`` lists every sleep taken. A reply's ``attempts`` (and, via :func:`attempts_of`, the
+    final error's) count the requests of every try.
     """
 
     def __init__(
@@ -278,10 +286,12 @@ class RetryingModel:
         rng: random.Random | None = None,
         max_retry_after: float = 60.0,
         patterns: Sequence[ErrorPatternConfig] = (),
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         if policy is None:
             policy = RetryPolicy()
         self.inner = inner
+        self.breaker = breaker
         self.patterns = tuple(patterns)
         self.policy: RetryPolicy = policy
         self._sleep = sleep
@@ -313,9 +323,14 @@ class RetryingModel:
             sent += attempts_of(error)
             backoff = self._backoff(error, category)
             attempt = used.get(category, 0)
-            if category not in TRANSIENT_CATEGORIES or attempt >= backoff.retries:
+            give_up = category not in TRANSIENT_CATEGORIES or attempt >= backoff.retries
+            # a retry the breaker would refuse is given up now, not after its backoff
+            refused = self.breaker.refusal("retry") if self.breaker is not None and not give_up else None
+            if give_up or refused is not None:
                 self.failures[category] = self.failures.get(category, 0) + 1
                 final = self._final_error(error, category, attempt)
+                if refused is not None and not isinstance(error, EndpointUnreachable):  # that one says more
+                    final = refused
                 note_attempts(final, sent)
                 if final is error:
                     raise error
@@ -340,12 +355,16 @@ class RetryingModel:
 
     def _backoff(self, error: BaseException, category: str) -> Backoff:
         backoff = backoff_for(self.policy, category)
+        if isinstance(error, EndpointNotAnswering):
+            return _NO_RETRY
         if isinstance(error, EndpointUnreachable) and error.local:
             return Backoff(min(backoff.retries, 1), _QUICK_RETRY_S, _QUICK_RETRY_S, jitter=False)
         return backoff
 
     def _final_error(self, error: BaseException, category: str, retries: int) -> ModelError:
-        if isinstance(error, EndpointUnreachable) or (isinstance(error, ModelError) and category == "permanent"):
+        if isinstance(error, EndpointUnreachable | EndpointNotAnswering) or (
+            isinstance(error, ModelError) and category == "permanent"
+        ):
             return error
         detail = redact(f"{type(error).__name__}: {error}")
         if category in TRANSIENT_CATEGORIES:

@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from verify.files import atomic_writer
 from verify.results.models import SCHEMA_VERSION, VerificationResult
+from verify.secrets import scrub
 
 FORMATS = {".json": "json", ".jsonl": "jsonl", ".csv": "csv"}
 
@@ -60,6 +61,11 @@ def csv_row(r: VerificationResult) -> dict[str, Any]:
     return row
 
 
+FORMAT_VERSION = "verify-1"
+_JSON_START = '{"format_version": "verify-1"'
+_CSV_START = "question_id,success,verdict"
+
+
 def export(results: Iterable[VerificationResult], path: Path, *, header: dict[str, Any] | None = None) -> int:
     """Write results to ``path`` in the format its suffix names; returns how many were written."""
     fmt = FORMATS.get(path.suffix.lower())
@@ -73,19 +79,20 @@ def export(results: Iterable[VerificationResult], path: Path, *, header: dict[st
 
 def _write(results: Iterable[VerificationResult], handle: IO[str], fmt: str, header: dict[str, Any] | None) -> int:
     count = 0
-    if fmt == "jsonl":
+    if fmt == "jsonl":  # one result per line, nothing else, so any JSONL reader can take it
         for r in results:
-            handle.write(r.model_dump_json() + "\n")
+            handle.write(scrub(r.model_dump_json()) + "\n")
             count += 1
     elif fmt == "json":
         meta = {"schema_version": SCHEMA_VERSION, "export_timestamp": datetime.now(UTC).isoformat(), **(header or {})}
-        handle.write('{"format_version": "verify-1", "metadata": ' + json.dumps(meta) + ', "results": [\n')
+        handle.write(_JSON_START + ', "metadata": ' + scrub(json.dumps(meta)) + ', "results": [\n')
         for r in results:
-            handle.write(("," if count else "") + r.model_dump_json() + "\n")
+            handle.write(("," if count else "") + scrub(r.model_dump_json()) + "\n")
             count += 1
         handle.write("]}\n")
     else:
-        rows = [csv_row(r) for r in results]  # CSV needs every column up front
+        # CSV needs every column up front; cells are scrubbed before quoting doubles their quotes
+        rows = [{k: scrub(v) if isinstance(v, str) else v for k, v in csv_row(r).items()} for r in results]
         columns: list[str] = []
         for row in rows:
             columns += [c for c in row if c not in columns]
@@ -99,6 +106,31 @@ def _write(results: Iterable[VerificationResult], handle: IO[str], fmt: str, hea
 def load_results(path: Path) -> list[VerificationResult]:
     """Read a JSON or JSONL export back."""
     if path.suffix == ".jsonl":
-        return [VerificationResult.model_validate_json(line) for line in path.read_text().splitlines() if line]
-    data = json.loads(path.read_text())
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return [VerificationResult.model_validate_json(line) for line in lines if line]
+    data = json.loads(path.read_text(encoding="utf-8"))
     return [VerificationResult.model_validate(r) for r in data["results"]]
+
+
+def is_export(path: Path) -> bool:
+    """Whether ``path`` starts the way verify's exports start (JSON, JSONL or CSV)."""
+    try:
+        with path.open("r", encoding="utf-8") as handle:
+            start = handle.read(200)
+    except (OSError, UnicodeDecodeError):
+        return False
+    if start.startswith((_JSON_START, _CSV_START)):
+        return True
+    return path.suffix.lower() == ".jsonl" and start.startswith('{"schema_version":')  # a result per line
+
+
+def read_export_header(path: Path) -> dict[str, Any] | None:
+    """The ``metadata`` header of a JSON export (``None`` if it has none, or for JSONL and CSV)."""
+    if path.suffix.lower() != ".json":
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    meta = data.get("metadata") if isinstance(data, dict) and data.get("format_version") == FORMAT_VERSION else None
+    return meta if isinstance(meta, dict) else None

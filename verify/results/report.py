@@ -33,8 +33,27 @@ def trait_kind(trait: object) -> str:
     return "agentic"
 
 
-def render_plan(benchmark: Benchmark, config: VerificationConfig, questions: Sequence[Question]) -> None:
+def render_plan(
+    benchmark: Benchmark, config: VerificationConfig, questions: Sequence[Question], *,
+    code_time_limit: float | None = None,
+) -> None:
+    """The plan of a run, before any model call: stages, tasks, whether each question's answer
+    template compiles (and how it decides; each compile within ``code_time_limit`` seconds, default
+    that of a run), and each trait's deep-judgment settings. Raises ConfigError when a custom
+    deep-judgment config names a trait or question the benchmark lacks."""
+    from rich.text import Text
+
+    from verify.run.tasks import check_deep_judgment_names, check_templates
+    from verify.templates.time_limit import DEFAULT_CODE_TIME_LIMIT
+
+    notes = check_deep_judgment_names(benchmark, config)
     console = _console()
+
+    def print_wide(table: Table) -> None:
+        # never truncate cells (long karenina question ids differ only in their hash suffix): widen instead
+        needed = Measurement.get(console, console.options.update_width(10_000), table).maximum
+        (Console(width=needed, soft_wrap=True) if needed > console.width else console).print(table)
+
     stages = [s.name for s in plan(config)] + [FINALIZE]
     tasks = len(questions) * len(config.answering_models) * len(config.parsing_models) * config.replicate_count
     console.print(f"evaluation_mode: {config.evaluation_mode}")
@@ -44,6 +63,22 @@ def render_plan(benchmark: Benchmark, config: VerificationConfig, questions: Seq
         f"tasks: {tasks} = {len(questions)} question(s) x {len(config.answering_models)} answering x "
         f"{len(config.parsing_models)} parsing x {config.replicate_count} replicate(s)"
     )
+    for note in notes:
+        console.print(Text(f"warning: {note}"))
+    if config.template_enabled:
+        checks = check_templates(questions, code_time_limit or DEFAULT_CODE_TIME_LIMIT)
+        broken = sum(check.error is not None for check in checks)
+        templates = Table(title=f"answer templates: {len(checks) - broken} compile, {broken} broken "
+                                "(a broken one fails only its own tasks)")
+        for col in ("question", "template", "style / problem"):
+            templates.add_column(col)
+        for check in checks:
+            problem = (check.error or "").removeprefix(f"question {check.question_id!r}: ")
+            templates.add_row(Text(check.question_id), "ok" if check.error is None else "broken",
+                              Text(check.style if check.error is None else problem))
+        print_wide(templates)
+    else:
+        console.print(f"answer templates: not used in {config.evaluation_mode} mode")
     if not config.rubric_enabled:
         console.print("rubric traits are not evaluated in template_only mode")
         return
@@ -62,9 +97,7 @@ def render_plan(benchmark: Benchmark, config: VerificationConfig, questions: Seq
                 table.add_row(q.id, trait.name, trait_kind(trait), "off", "", "", "", "", "", s.source)
             else:
                 table.add_row(q.id, trait.name, trait_kind(trait), "n/a", "", "", "", "", "", "")
-    # never truncate cells (long karenina question ids differ only in their hash suffix): widen instead
-    needed = Measurement.get(console, console.options.update_width(10_000), table).maximum
-    (Console(width=needed, soft_wrap=True) if needed > console.width else console).print(table)
+    print_wide(table)
 
 
 def render_summary(outcome: RunOutcome) -> None:

@@ -1,10 +1,12 @@
 """Crash-safe result storage: one JSON line per finished task, flushed and fsynced.
 
-A run writes ``<output>.progress.jsonl`` as tasks finish. ``--resume`` reads it back (a torn last
-line from a killed process is ignored) and skips tasks already done; tasks that ended with a
-transient failure (rate limit, timeout, connection, server error) are run again, not counted as
-done. When the run completes, the final export is written from this file, keeping the last line per
-task, so nothing is lost or duplicated.
+A run writes ``<output>.progress.jsonl`` as tasks finish; its first line is a header holding the
+run's identity (:mod:`verify.results.identity`), so ``--resume`` can refuse another run's progress.
+``--resume`` reads it back (a torn last line from a killed process is ignored) and skips tasks
+already done; tasks that ended with a transient failure (rate limit, timeout, connection, server
+error) or one the user fixes outside the run (authentication, permission, model not found, missing
+package) are run again, not counted as done. When the run completes, the final export is written
+from this file, keeping the last line per task, so nothing is lost or duplicated.
 """
 
 from __future__ import annotations
@@ -13,17 +15,28 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from verify.errors import TRANSIENT_CATEGORIES
+from verify.errors import fixable_reason
 from verify.results.models import VerificationResult
+from verify.secrets import scrub
 
 
 def progress_path(output: Path) -> Path:
     return output.with_name(output.name + ".progress.jsonl")
 
 
-def read_lines(path: Path) -> Iterator[dict[str, object]]:
+HEADER_KEY = "verify_progress"
+
+
+def read_header(path: Path) -> dict[str, Any] | None:
+    """The header line of a progress file (``None`` for files written before headers existed)."""
+    for data in read_lines(path, results_only=False):
+        return data if HEADER_KEY in data else None
+    return None
+
+
+def read_lines(path: Path, *, results_only: bool = True) -> Iterator[dict[str, Any]]:
     """Every complete JSON line of a progress file; a torn or corrupt line is skipped."""
     if not path.exists():
         return
@@ -35,41 +48,61 @@ def read_lines(path: Path) -> Iterator[dict[str, object]]:
                 data = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(data, dict):
+            if isinstance(data, dict) and not (results_only and HEADER_KEY in data):
                 yield data
 
 
-def done_keys(path: Path) -> set[str]:
-    """Task keys whose latest result is final: no transient failure and no transient stage error.
+def rerun_reason(meta: dict[str, Any]) -> str | None:
+    """Why ``--resume`` runs a saved task again (its failure or a stage error is transient or
+    fixable outside the run), or ``None`` when the task is done.
 
     A task can fail on content and *also* lose rubric traits to a rate limit; it still runs again.
     """
-    latest: dict[str, bool] = {}
+    failure = meta.get("failure")
+    found = [failure] if isinstance(failure, dict) else []
+    found += [e for e in meta.get("errors") or [] if isinstance(e, dict)]
+    for item in found:
+        reason = fixable_reason(item.get("category"), item.get("reason") or item.get("message"))
+        if reason:
+            return reason
+    return None
+
+
+def saved_tasks(path: Path) -> dict[str, str | None]:
+    """Every saved task key with its latest result's rerun reason (``None``: done)."""
+    latest: dict[str, str | None] = {}
     for data in read_lines(path):
         meta = data.get("metadata")
-        if not isinstance(meta, dict):
-            continue
-        failure = meta.get("failure")
-        errors = meta.get("errors") or []
-        transient = (isinstance(failure, dict) and failure.get("category") in TRANSIENT_CATEGORIES) or any(
-            isinstance(e, dict) and e.get("category") in TRANSIENT_CATEGORIES for e in errors
-        )
-        latest[str(meta.get("task_key"))] = not transient
-    return {key for key, final in latest.items() if final}
+        if isinstance(meta, dict):
+            latest[str(meta.get("task_key"))] = rerun_reason(meta)
+    return latest
+
+
+def done_keys(path: Path) -> set[str]:
+    """Task keys whose latest result is final (see :func:`rerun_reason`)."""
+    return {key for key, reason in saved_tasks(path).items() if reason is None}
 
 
 class ResultWriter:
     """Appends results to the progress file; each line is flushed and fsynced before returning."""
 
-    def __init__(self, path: Path, *, append: bool) -> None:
+    def __init__(self, path: Path, *, append: bool, header: dict[str, Any] | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if append and path.exists():
             _drop_torn_tail(path)
         self.path = path
+        self.written = 0
+        fresh = not (append and path.exists() and path.stat().st_size)
         self._handle: IO[str] = path.open("a" if append else "w", encoding="utf-8")
+        if fresh and header is not None:
+            self._line(scrub(json.dumps({HEADER_KEY: 1, **header})))
 
     def write(self, result: VerificationResult) -> None:
-        self._handle.write(result.model_dump_json() + "\n")
+        self._line(scrub(result.model_dump_json()))  # a key echoed into a reason never reaches the file
+        self.written += 1
+
+    def _line(self, text: str) -> None:
+        self._handle.write(text + "\n")
         self._handle.flush()
         os.fsync(self._handle.fileno())
 

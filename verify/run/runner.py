@@ -9,6 +9,7 @@ each finished task is appended to ``<output>.progress.jsonl`` (fsynced) before t
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,19 +17,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verify.config.report import config_to_dict, config_warnings
-from verify.errors import ConfigError, ModelError, RunStopped
+from verify.errors import ConfigError, ModelError, RunInterrupted, RunStopped
 from verify.judging.embedding import Embedder, get_embedder
 from verify.llm.ports import Search
 from verify.llm.recording import RecordingModel
-from verify.results.export import FORMATS, export, load_results
+from verify.results.export import export
+from verify.results.identity import run_identity
+from verify.results.lock import OutputLock
 from verify.results.models import SCHEMA_VERSION, VerificationResult, verify_version
-from verify.results.store import ResultWriter, done_keys, latest_results, progress_path
+from verify.results.store import ResultWriter, done_keys, latest_results
 from verify.results.summary import Summary
+from verify.run.output import OutputPlan, check_output, prepare_output
 from verify.run.pipeline import FINALIZE, plan, run_task
 from verify.run.progress import ProgressBar
+from verify.run.recorded import check_recorded_answers
 from verify.run.services import AdapterFactory, Services
+from verify.run.signals import stop_on_signals
 from verify.run.state import AnswerMemo, Deps, Task, TaskState
 from verify.run.tasks import build_tasks, check_something_to_evaluate, needs_search, select_questions
+from verify.secrets import register_config_secrets, register_env_secrets
 from verify.stages import Stage
 from verify.templates.time_limit import DEFAULT_CODE_TIME_LIMIT
 
@@ -36,6 +43,8 @@ if TYPE_CHECKING:
     from verify.benchmark.jsonld import Benchmark
     from verify.benchmark.question import Question
     from verify.config.verification import VerificationConfig
+
+log = logging.getLogger("verify")
 
 __all__ = ["RunOptions", "RunOutcome", "run_async", "run_header", "run_verification"]
 
@@ -53,8 +62,12 @@ class RunOptions:
     {question id or md5(question text): answer}}``. ``adapter_factory``: builds the innermost
     model for a model config (a fake, or your own client); verify wraps it in its cache, retry
     and limit chain like its own adapters. ``search``: replaces every search port.
-    ``code_time_limit``: seconds per call into template code. ``embedder_for``: the embedding
-    model of a name, for the embedding check.
+    ``code_time_limit``: seconds per call into code from the checkpoint. ``embedder_for``: the
+    embedding model of a name, for the embedding check. ``overwrite``: replace an existing results
+    or progress file (otherwise refused without ``resume``). ``inputs``: files the run reads, which
+    ``output`` must not name. ``generate_missing_answers``: with recorded answers, let the answering
+    model answer the questions they miss (otherwise an error). ``answers_source``: where the answers
+    came from, for messages. ``deadline``: seconds the whole run may take.
     """
 
     output: Path | None = None
@@ -72,6 +85,11 @@ class RunOptions:
     prices: Prices | None = None
     code_time_limit: float = DEFAULT_CODE_TIME_LIMIT
     embedder_for: Callable[[str], Embedder] = get_embedder
+    overwrite: bool = False
+    inputs: Sequence[Path] = ()
+    generate_missing_answers: bool = False
+    answers_source: str | None = None
+    deadline: float | None = None
 
 
 @dataclass
@@ -86,7 +104,7 @@ class RunOutcome:
 
 def run_header(
     config: VerificationConfig, stages: Sequence[Stage], run_name: str | None, tasks: int,
-    structured_output: dict[str, str] | None = None,
+    structured_output: dict[str, str] | None = None, identity: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What a results file says about itself: versions, the effective config (secrets masked),
     the plan, the config warnings, and the structured-output method each model ended up with."""
@@ -100,26 +118,14 @@ def run_header(
         "config_warnings": config_warnings(config),
         "structured_output": structured_output or {},
         "config": config_to_dict(config),
+        "identity": identity or {},
     }
-
-
-def check_output(output: Path) -> None:
-    """Fail before any model call when the results could not be written."""
-    if output.suffix.lower() not in FORMATS:
-        raise ConfigError(
-            f"output {output}: unknown format {output.suffix or '(no suffix)'!r}",
-            f"name the results file with one of {', '.join(FORMATS)}",
-        )
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"output {output}: cannot create its folder ({exc.strerror})", "pick a writable path") from None
-    if output.is_dir():
-        raise ConfigError(f"output {output} is a folder", "give a file name, e.g. results.json")
 
 
 async def run_async(benchmark: Benchmark, config: VerificationConfig, options: RunOptions | None = None) -> RunOutcome:
     options = options or RunOptions()
+    register_env_secrets()  # every configured secret is masked wherever the run writes text
+    register_config_secrets(config)
     questions = select_questions(benchmark, options.question_ids, options.include_unfinished)
     if not questions:
         raise ConfigError(
@@ -132,33 +138,56 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
             "add an answering model, or record answers with --manual-traces FILE / --answers FILE",
         )
     check_something_to_evaluate(benchmark, config, questions)
+    notes = check_recorded_answers(config, questions, options.answers, source=options.answers_source,
+                                   generate_missing=options.generate_missing_answers)
+    stages = plan(config)
+    identity = run_identity(benchmark, config, verify_version())
+    lock: OutputLock | None = None
+    output_plan: OutputPlan | None = None
     if options.output is not None:
         check_output(options.output)
-    stages = plan(config)
-    services = Services(config, options.cache_dir, options.adapter_factory)
+        lock = OutputLock(options.output).acquire()
     try:
-        for model in [*config.answering_models, *config.parsing_models]:
-            services.model(model)  # a missing provider package or API key fails here, before any paid call
-        return await _run(benchmark, config, options, questions, stages, services)
+        if options.output is not None:
+            inputs = [*options.inputs, *([Path(benchmark.source)] if benchmark.source else [])]
+            output_plan = prepare_output(
+                options.output, resume=options.resume, overwrite=options.overwrite, inputs=inputs, identity=identity,
+                task_keys=lambda: {t.key for t in build_tasks(benchmark, config, benchmark.questions)},
+            )
+            notes += output_plan.warnings
+        for note in notes:
+            log.warning(note)
+        services = Services(config, options.cache_dir, options.adapter_factory)
+        try:
+            for model in [*config.answering_models, *config.parsing_models]:
+                services.model(model)  # a missing provider package or API key fails here, before any paid call
+            with stop_on_signals() as stopped:
+                return await _run(benchmark, config, options, questions, stages, services,
+                                  output_plan, identity, stopped)
+        finally:
+            await services.close()
     finally:
-        await services.close()
+        if lock is not None:
+            lock.release()
 
 
-async def _run(
+async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together on purpose
     benchmark: Benchmark, config: VerificationConfig, options: RunOptions, questions: list[Question],
-    stages: list[Stage], services: Services,
+    stages: list[Stage], services: Services, output_plan: OutputPlan | None, identity: dict[str, Any],
+    stopped: dict[str, str],
 ) -> RunOutcome:
     search = options.search
     if search is None and needs_search(benchmark, config, questions):
         search = services.rubric_search()
     template_search = options.search or services.template_search()
-    progress_file = progress_path(options.output) if options.output else None
-    if progress_file and options.output and options.resume and not progress_file.exists():
-        seed_progress(options.output, progress_file)
-    skip = done_keys(progress_file) if (progress_file and options.resume) else set()
-    if progress_file and not options.resume and progress_file.exists():
-        progress_file.unlink()
-    writer = ResultWriter(progress_file, append=options.resume) if progress_file else None
+    progress_file = output_plan.progress if output_plan else None
+    skip = done_keys(progress_file) if (progress_file and output_plan and output_plan.append) else set()
+    writer: ResultWriter | None = None
+    if progress_file is not None and output_plan is not None:
+        try:
+            writer = ResultWriter(progress_file, append=output_plan.append, header={"identity": identity})
+        except OSError as exc:
+            raise ConfigError(f"cannot write {progress_file}: {exc.strerror or exc}", "pick a writable --output") from None
     memo = AnswerMemo(sharers=len(config.parsing_models))  # entries dropped once every judge took them
     summary = Summary(prices=options.prices)
     results: list[VerificationResult] = []
@@ -203,7 +232,10 @@ async def _run(
             result = await one(task)
             ran += 1
             if writer:
-                writer.write(result)
+                try:
+                    writer.write(result)
+                except OSError as exc:
+                    raise _WriteFailed(exc) from exc
             summary.add(result)
             if options.keep_results and not progress_file:
                 results.append(result)
@@ -214,28 +246,43 @@ async def _run(
 
     workers = max(1, config.async_max_workers if config.async_enabled else 1)
     running = [asyncio.create_task(worker()) for _ in range(workers)]
+    limits = [t for t in (config.batch_timeout_seconds, options.deadline) if t is not None]
+    limit = min(limits) if limits else None
+    saved = f" and are saved in {progress_file}" if progress_file else ""
+    resume_hint = "rerun with --resume (and the same --output) to finish the others"
     try:
         if bar:
             bar.start()
-        async with asyncio.timeout(config.batch_timeout_seconds):
+        async with asyncio.timeout(limit):
             await asyncio.gather(*running)
     except TimeoutError:
-        for task in running:
-            task.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
+        await _cancel(running)
         if writer:
             writer.close()  # flush what finished before reading it back
         finished = list(latest_results(progress_file)) if progress_file else results
+        which = "--deadline" if options.deadline == limit else "batch_timeout_seconds"
         raise RunStopped(
-            f"the run reached batch_timeout_seconds={config.batch_timeout_seconds:g}: {resumed + ran} task(s) "
-            f"finished" + (f" and are saved in {progress_file}" if progress_file else ""),
-            "rerun with --resume (and the same --output) to finish the others, or raise batch_timeout_seconds",
-            results=finished,
+            f"the run reached {which}={limit:g} s: {resumed + ran} task(s) finished{saved}",
+            f"{resume_hint}, or allow more time", results=finished,
+        ) from None
+    except _WriteFailed as exc:
+        await _cancel(running)
+        safe = (writer.written if writer else 0) + resumed
+        raise RunStopped(
+            f"cannot write {progress_file}: {exc.error.strerror or exc.error}; {safe} finished result(s) are safe in "
+            f"{progress_file}", f"free space (or fix the folder), then {resume_hint}",
+        ) from None
+    except asyncio.CancelledError:
+        await _cancel(running)
+        if not stopped:
+            raise
+        done = (writer.written if writer else ran) + resumed
+        raise RunInterrupted(
+            f"stopped by {stopped['signal']}: {done} finished task(s){saved}", resume_hint,
+            signal_name=stopped["signal"],
         ) from None
     except BaseException:
-        for task in running:  # one worker failed for good: stop the others before cleaning up
-            task.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
+        await _cancel(running)  # one worker failed for good: stop the others before cleaning up
         raise
     finally:
         if bar:
@@ -247,14 +294,34 @@ async def _run(
         summary = Summary(prices=options.prices)
         for r in latest_results(progress_file):
             summary.add(r)
-        export(latest_results(progress_file), options.output,
-               header=run_header(config, stages, options.run_name, summary.total,
-                                 services.structured_output_methods()))
+        header = run_header(config, stages, options.run_name, summary.total,
+                            services.structured_output_methods(), identity)
+        try:
+            export(latest_results(progress_file), options.output, header=header)
+        except OSError as exc:
+            raise RunStopped(
+                f"cannot write {options.output}: {exc.strerror or exc}; all {summary.total} result(s) are safe in "
+                f"{progress_file}", "free space (or fix the folder), then rerun with --resume to write the export",
+            ) from None
         if options.keep_results:
             results = list(latest_results(progress_file))
         progress_file.unlink()
     return RunOutcome(results=results, summary=summary, tasks=resumed + ran, resumed=resumed,
                       output=options.output, config_warnings=warnings)
+
+
+class _WriteFailed(Exception):
+    """Writing a finished result failed (disk full, I/O error): the run stops, what was written is kept."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+async def _cancel(running: list[asyncio.Task[None]]) -> None:
+    for task in running:
+        task.cancel()
+    await asyncio.gather(*running, return_exceptions=True)
 
 
 def answerer_caps(config: VerificationConfig) -> dict[str, asyncio.Semaphore]:
@@ -265,22 +332,6 @@ def answerer_caps(config: VerificationConfig) -> dict[str, asyncio.Semaphore]:
     ids = [m.id or "" for m in config.answering_models]
     wanted = dict.fromkeys(ids, limits) if isinstance(limits, int) else {i: limits[i] for i in ids if i in limits}
     return {model_id: asyncio.Semaphore(limit) for model_id, limit in wanted.items()}
-
-
-def seed_progress(output: Path, progress_file: Path) -> None:
-    """Resuming a run that already finished: its export becomes the progress to resume from."""
-    if not output.exists() or output.suffix.lower() not in (".json", ".jsonl"):
-        return
-    try:
-        previous = load_results(output)
-    except (ValueError, KeyError):
-        return  # not one of our exports; the run starts afresh
-    writer = ResultWriter(progress_file, append=False)
-    try:
-        for result in previous:
-            writer.write(result)
-    finally:
-        writer.close()
 
 
 def _run_in_new_loop(benchmark: Benchmark, config: VerificationConfig, options: RunOptions) -> RunOutcome:
@@ -318,6 +369,11 @@ def run_verification(
     prices: Prices | None = None,
     code_time_limit: float = DEFAULT_CODE_TIME_LIMIT,
     embedder_for: Callable[[str], Embedder] = get_embedder,
+    overwrite: bool = False,
+    inputs: Sequence[Path | str] = (),
+    generate_missing_answers: bool = False,
+    answers_source: str | None = None,
+    deadline: float | None = None,
 ) -> RunOutcome:
     """Run a verification and return its results; works inside a notebook's running event loop.
 
@@ -329,6 +385,8 @@ def run_verification(
         run_name=run_name, question_ids=question_ids, include_unfinished=include_unfinished,
         progress=progress, keep_results=keep_results, adapter_factory=adapter_factory, search=search,
         on_result=on_result, prices=prices, code_time_limit=code_time_limit, embedder_for=embedder_for,
+        overwrite=overwrite, inputs=[Path(p) for p in inputs], generate_missing_answers=generate_missing_answers,
+        answers_source=answers_source, deadline=deadline,
     )
     try:
         asyncio.get_running_loop()

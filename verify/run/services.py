@@ -1,6 +1,6 @@
 """What a run shares between its tasks: one live model per model config, the response cache, the
-concurrency limits (the run's, and one per model server) and the search ports. Built before any
-task runs, closed when the run ends."""
+concurrency limits (the run's, and one per model server), one circuit breaker per model server and
+the search ports. Built before any task runs, closed when the run ends."""
 
 from __future__ import annotations
 
@@ -11,15 +11,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verify.errors import ConfigError
+from verify.llm.breaker import CircuitBreaker, endpoint_of
+from verify.llm.endpoints import base_url_of, url_key
 from verify.llm.ports import ChatModel, Search
 from verify.run.tasks import canonical
 
 if TYPE_CHECKING:
-    from verify.config.models import ModelConfig
+    from verify.config.models import ModelConfig, RetryPolicy
     from verify.config.verification import VerificationConfig
     from verify.llm.cache import ResponseCache
 
-__all__ = ["AdapterFactory", "Services", "endpoint_key", "endpoint_limiters", "search_port"]
+__all__ = [
+    "AdapterFactory", "Services", "endpoint_breakers", "endpoint_key", "endpoint_limiters", "search_port",
+]
 
 #: Builds the innermost model (the adapter) for a model config; the run always wraps it in the
 #: same cache -> retry -> limit chain as the adapters verify builds itself.
@@ -39,10 +43,8 @@ def search_port(tool: Any, cache: ResponseCache | None) -> Search:
 def endpoint_key(model: ModelConfig) -> str:
     """The server ``model`` is served by: its endpoint URL (without a trailing ``/`` or ``/v1``),
     else the model itself."""
-    url = model.endpoint_base_url or model.anthropic_base_url or (model.extra_kwargs or {}).get("base_url")
-    if isinstance(url, str) and url:
-        return url.rstrip("/").removesuffix("/v1").lower()
-    return canonical(model)
+    url = base_url_of(model)
+    return url_key(url) if url is not None else canonical(model)
 
 
 def endpoint_limiters(models: Iterable[ModelConfig]) -> dict[str, asyncio.Semaphore]:
@@ -55,6 +57,21 @@ def endpoint_limiters(models: Iterable[ModelConfig]) -> dict[str, asyncio.Semaph
             key = endpoint_key(model)
             caps[key] = min(cap, caps.get(key, cap))
     return {key: asyncio.Semaphore(cap) for key, cap in caps.items()}
+
+
+def endpoint_breakers(models: Iterable[ModelConfig], policy: RetryPolicy) -> dict[str, CircuitBreaker]:
+    """One circuit breaker per server (:func:`~verify.llm.breaker.endpoint_of`): models served by the
+    same endpoint share it, with the strictest settings among them (fewest failures, longest
+    cooldown). ``policy`` is the run's; a model whose own policy sets ``breaker_failures=0`` gets none."""
+    found: dict[str, tuple[str, int, float]] = {}
+    for model in models:
+        own = model.retry_policy or policy
+        if model.interface == "manual" or not own.breaker_failures:
+            continue
+        key, name = endpoint_of(model)
+        _, failures, cooldown = found.get(key, (name, own.breaker_failures, own.breaker_cooldown_seconds))
+        found[key] = (name, min(failures, own.breaker_failures), max(cooldown, own.breaker_cooldown_seconds))
+    return {key: CircuitBreaker(name, failures=n, cooldown=s) for key, (name, n, s) in found.items()}
 
 
 class Services:
@@ -78,7 +95,9 @@ class Services:
                 ) from None
         limit = config.max_concurrent_requests
         self.limiter = asyncio.Semaphore(limit) if limit else None
-        self.endpoint_limiters = endpoint_limiters([*config.answering_models, *config.parsing_models])
+        models = [*config.answering_models, *config.parsing_models]
+        self.endpoint_limiters = endpoint_limiters(models)
+        self.breakers = endpoint_breakers(models, config.retry_policy)
         self.configs: dict[str, ModelConfig] = {}
 
     def model(self, model: ModelConfig) -> ChatModel | None:
@@ -94,6 +113,7 @@ class Services:
                 endpoint_limiter=self.endpoint_limiters.get(endpoint_key(model)),
                 request_timeout=self.config.request_timeout, adapter_factory=self.adapter_factory,
                 error_patterns=self.config.custom_error_patterns,
+                breaker=self.breakers.get(endpoint_of(model).key),
             )
             self.configs[key] = model
         return self.built[key]

@@ -1,15 +1,29 @@
-"""Task expansion: which questions run, and every question x answering model x judge x replicate."""
+"""Task expansion: which questions run, and every question x answering model x judge x replicate.
+
+Also the checks before any model call (:func:`preflight`): a custom deep-judgment config must name
+traits and questions of the benchmark (else :class:`ConfigError`), and every selected question's
+answer template is compiled, so a broken one is reported up front (as a warning: its own tasks
+still fail with ``template_validation`` and the other questions run).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+import asyncio
+import threading
+from collections.abc import Coroutine, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from verify.benchmark.traits import Provenance, Rubric
-from verify.config.deep_judgment import resolve_trait
+from verify.config.deep_judgment import check_custom_names, resolve_trait
 from verify.errors import ConfigError
 from verify.run.state import Task
+from verify.sandbox.calls import compile_template_checked
+from verify.sandbox.pool import CodeFailed, WorkerLost
 from verify.stages.rubric import evaluates
+from verify.templates.answer_base import has_own_verify
+from verify.templates.compiler import CompiledTemplate, TemplateError
+from verify.templates.time_limit import DEFAULT_CODE_TIME_LIMIT, CodeTimeout
 
 if TYPE_CHECKING:
     from verify.benchmark.jsonld import Benchmark
@@ -17,7 +31,13 @@ if TYPE_CHECKING:
     from verify.config.models import ModelConfig
     from verify.config.verification import VerificationConfig
 
-__all__ = ["build_tasks", "canonical", "check_something_to_evaluate", "needs_search", "select_questions", "task_rubric"]
+__all__ = [
+    "TemplateCheck", "build_tasks", "canonical", "check_deep_judgment_names", "check_something_to_evaluate",
+    "check_templates", "check_templates_async", "needs_search", "preflight", "preflight_async",
+    "select_questions", "task_rubric", "template_style",
+]
+
+T = TypeVar("T")
 
 
 def canonical(model: ModelConfig) -> str:
@@ -99,3 +119,122 @@ def needs_search(benchmark: Benchmark, config: VerificationConfig, questions: Se
         if any(s.enabled and s.excerpt_enabled and s.search_enabled for s in settings):
             return True
     return False
+
+
+# --------------------------------------------------------------------------- before any model call
+
+
+def preflight(
+    benchmark: Benchmark, config: VerificationConfig, questions: Sequence[Question], *,
+    code_time_limit: float = DEFAULT_CODE_TIME_LIMIT,
+) -> list[str]:
+    """The checks before any model call; returns warnings (one located line each).
+
+    Raises ConfigError when a custom deep-judgment config names a trait or question the benchmark
+    does not have. Compiles the template of every question in ``questions`` (when templates are
+    evaluated), each within ``code_time_limit`` seconds; a broken one is a warning naming the
+    question and the compiler's located message. Safe to call with an event loop running (it then
+    runs in a helper thread); from async code, ``await`` :func:`preflight_async` instead.
+    """
+    return _run_blocking(preflight_async(benchmark, config, questions, code_time_limit=code_time_limit))
+
+
+async def preflight_async(
+    benchmark: Benchmark, config: VerificationConfig, questions: Sequence[Question], *,
+    code_time_limit: float = DEFAULT_CODE_TIME_LIMIT,
+) -> list[str]:
+    """:func:`preflight` for async callers."""
+    warnings = check_deep_judgment_names(benchmark, config)
+    if config.template_enabled:
+        where = benchmark.source or "the benchmark"
+        for check in await check_templates_async(questions, code_time_limit):
+            if check.error is not None:
+                warnings.append(f"{where}: {check.error} (its tasks will fail with template_validation; "
+                                "the other questions run)")
+    return warnings
+
+
+def check_deep_judgment_names(benchmark: Benchmark, config: VerificationConfig) -> list[str]:
+    """Raise ConfigError when the custom deep-judgment config names an unknown trait or question (with
+    the closest names); return warnings for entries that cannot take effect (not LLM traits)."""
+    custom = config.deep_judgment_rubric_config
+    if config.deep_judgment_rubric_mode != "custom" or custom is None or not config.rubric_enabled:
+        return []
+    traits_of = {}
+    for question in benchmark.questions:
+        try:
+            rubric, _ = benchmark.rubric_for(question)
+        except ValueError:
+            continue  # a name in both rubrics: reported when the question's tasks are built
+        traits_of[question.id] = {trait.name: trait for trait in rubric.traits}
+    found = check_custom_names(custom, traits_of, benchmark.source or "the benchmark")
+    if found.problems:
+        more = f"; and {len(found.problems) - 3} more" if len(found.problems) > 3 else ""
+        raise ConfigError(
+            "; ".join(found.problems[:3]) + more,
+            "fix the names in the deep-judgment rubric config (custom mode); --show-plan lists each question's traits",
+        )
+    return found.warnings
+
+
+@dataclass(frozen=True)
+class TemplateCheck:
+    """Whether a question's template compiles: its ``style`` if so, else the compiler's ``error``."""
+
+    question_id: str
+    style: str = ""
+    error: str | None = None
+
+
+def check_templates(questions: Sequence[Question], time_limit: float = DEFAULT_CODE_TIME_LIMIT) -> list[TemplateCheck]:
+    """Compile every question's template as the ``validate_template`` stage does (same compiler,
+    same worker processes, same time limit per template), all at once."""
+    return _run_blocking(check_templates_async(questions, time_limit))
+
+
+async def check_templates_async(
+    questions: Sequence[Question], time_limit: float = DEFAULT_CODE_TIME_LIMIT
+) -> list[TemplateCheck]:
+    """:func:`check_templates` for async callers."""
+    return list(await asyncio.gather(*(_check_template(q, time_limit) for q in questions)))
+
+
+async def _check_template(question: Question, time_limit: float) -> TemplateCheck:
+    try:
+        compiled = await compile_template_checked(question.template_code, question.id, time_limit)
+    except TemplateError as exc:
+        return TemplateCheck(question.id, error=str(exc))
+    except (CodeTimeout, WorkerLost, CodeFailed) as exc:
+        return TemplateCheck(question.id, error=f"question {question.id!r}: {exc}")
+    return TemplateCheck(question.id, style=template_style(compiled))
+
+
+def template_style(compiled: CompiledTemplate) -> str:
+    """How a template decides: ``Answer: verify() + verify_granular() + regex checks``."""
+    parts = [name for name, used in (("verify()", has_own_verify(compiled.answer_cls)),
+                                     ("verify_granular()", compiled.has_granular),
+                                     ("regex checks", bool(compiled.regex))) if used]
+    return f"{compiled.class_name}: {' + '.join(parts) or 'no checks'}"
+
+
+def _run_blocking(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(coro)``; in a helper thread when this thread already runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, T] = {}
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, name="verify-preflight", daemon=True)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return box["value"]

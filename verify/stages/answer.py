@@ -15,25 +15,31 @@ from verify.llm.ports import Message, Purpose
 from verify.llm.structured import ask_text
 
 if TYPE_CHECKING:
+    from verify.benchmark.question import Question
+    from verify.config.models import ModelConfig
     from verify.config.verification import VerificationConfig
     from verify.run.state import Deps, TaskState
 
 
-def recorded_answer(state: TaskState, deps: Deps) -> str | None:
-    task = state.task
-    q = task.question
-    keys = (q.id, q.question_hash)
-    for table in (deps.recorded_answers.get(task.answering.id or ""), deps.recorded_answers.get("*")):
+def find_recorded(question: Question, answering: ModelConfig, recorded: dict[str, dict[str, str]]) -> str | None:
+    """The recorded answer of ``question`` for ``answering``: ``--answers`` (by the model's id, then
+    ``"*"``; by question id, then md5 of the text), then the model's ``manual_traces``."""
+    keys = (question.id, question.question_hash)
+    for table in (recorded.get(answering.id or ""), recorded.get("*")):
         if table:
             for key in keys:
                 if key in table:
                     return table[key]
-    traces = task.answering.manual_traces
+    traces = answering.manual_traces
     if isinstance(traces, dict):
         for key in keys:
             if key in traces:
                 return str(traces[key])
     return None
+
+
+def recorded_answer(state: TaskState, deps: Deps) -> str | None:
+    return find_recorded(state.task.question, state.task.answering, deps.recorded_answers)
 
 
 def few_shot_examples(config: VerificationConfig, question: Any) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ from verify.config.deep_judgment import resolve_rubric
 from verify.errors import TRANSIENT_CATEGORIES, ModelError
 from verify.judging import prompts
 from verify.judging.deep_judgment import TraitContext, TraitJudgment, judge_trait
-from verify.judging.deterministic import confusion_metrics, eval_callable, eval_regex
+from verify.judging.deterministic import confusion_metrics, eval_regex
 from verify.judging.prompts import JudgeInstructions
 from verify.judging.verdicts import (
     check_label,
@@ -34,6 +34,9 @@ from verify.llm.ports import ChatModel, Message, Purpose
 from verify.llm.resilience import redact
 from verify.llm.structured import ask_structured
 from verify.results.models import DeepJudgmentRubricSection, RubricSection, Score, StageError, TraitOutcome
+from verify.sandbox.calls import run_callable
+from verify.sandbox.pool import WorkerLost
+from verify.templates.time_limit import CodeTimeout
 
 if TYPE_CHECKING:
     from verify.config.prompts import PromptTask
@@ -161,6 +164,22 @@ async def metric_scores(judge: ChatModel, question: str, answer: str, trait: Met
     return trait.name, (lists, metrics)
 
 
+async def code_outcome(trait: RegexTrait | CallableTrait, answer: str, question_id: str, limit: float) -> TraitOutcome:
+    """A regex trait (off the event loop) or a callable trait (in a worker process), within ``limit``
+    seconds. Running out of time, like any failure of the code, leaves the trait unscored (``code``)."""
+    try:
+        if isinstance(trait, RegexTrait):
+            verdict = await asyncio.to_thread(eval_regex, trait, answer, limit)
+        else:
+            verdict = await run_callable(trait, answer, limit)
+    except (CodeTimeout, WorkerLost) as exc:
+        return TraitOutcome(status="unscored", reason=f"question {question_id}, trait {trait.name!r}: {exc}",
+                            unscored_category="code")
+    if verdict.score is None:
+        return TraitOutcome(status="unscored", reason=verdict.reason, unscored_category="code")
+    return TraitOutcome(status="scored", score=verdict.score, label=verdict.label)
+
+
 async def _guard(name_list: list[str], coro: Any) -> Any:
     """A judge outage (or any failure) on one call leaves only that call's traits unscored."""
     try:
@@ -219,28 +238,25 @@ class RubricEvaluation:
             trait_provenance=dict(task.provenance),
         )
         status = section.trait_status
-        for trait in rubric.traits:
-            if isinstance(trait, RegexTrait | CallableTrait):
-                verdict = eval_regex(trait, answer) if isinstance(trait, RegexTrait) else eval_callable(trait, answer)
-                status[trait.name] = (
-                    TraitOutcome(status="scored", score=verdict.score, label=verdict.label)
-                    if verdict.score is not None
-                    else TraitOutcome(status="unscored", reason=verdict.reason, unscored_category="code")
-                )
-            elif isinstance(trait, AgenticTrait):
-                status[trait.name] = TraitOutcome(status="skipped", reason="agentic traits need an agent runtime")
-            elif isinstance(trait, LLMTrait) and trait.kind == "template":
-                status[trait.name] = TraitOutcome(status="skipped", reason="template-kind traits are not evaluated yet")
-
+        by_code = [t for t in rubric.traits if isinstance(t, RegexTrait | CallableTrait)]
         instructions = JudgeInstructions.of(task.parsing, config)
         ctx = TraitContext(task.question.text, answer, deps.judge, deps.search, instructions)
         std = standard_calls(config, deps.judge, task.question, answer, std_traits, instructions)
         metrics = [_guard([t.name], metric_scores(deps.judge, task.question.text, answer, t, instructions))
                    for t in metric_traits]
         deep = [_guard([t.name], judge_trait(t, settings[t.name], ctx)) for t in dj_traits]
-        std_out, metric_out, deep_out = await asyncio.gather(
-            asyncio.gather(*std), asyncio.gather(*metrics), asyncio.gather(*deep)
+        code = [code_outcome(t, answer, task.question.id, deps.code_time_limit) for t in by_code]
+        code_out, std_out, metric_out, deep_out = await asyncio.gather(
+            asyncio.gather(*code), asyncio.gather(*std), asyncio.gather(*metrics), asyncio.gather(*deep)
         )
+        code_status = dict(zip([t.name for t in by_code], code_out, strict=True))
+        for trait in rubric.traits:  # in the rubric's order, before the judge's traits, as always
+            if trait.name in code_status:
+                status[trait.name] = code_status[trait.name]
+            elif isinstance(trait, AgenticTrait):
+                status[trait.name] = TraitOutcome(status="skipped", reason="agentic traits need an agent runtime")
+            elif isinstance(trait, LLMTrait) and trait.kind == "template":
+                status[trait.name] = TraitOutcome(status="skipped", reason="template-kind traits are not evaluated yet")
         for outcomes in std_out:
             status.update(outcomes)
         for item in metric_out:

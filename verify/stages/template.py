@@ -9,31 +9,31 @@
   False verdict becomes the ``content`` failure when the result is finalized (the embedding check
   may still overturn it); an exception in ``verify()`` is recorded as ``field_verification_error``
   on that task only.
+
+The template's code runs in a worker process under ``deps.code_time_limit`` per call
+(:mod:`verify.sandbox`); its regex checks run off the event loop under the same limit. Running out
+of time is never "the answer is wrong": it fails the task as ``template_validation``, ``parsing`` or
+``field_verification_error`` (group ``system``), with the question named.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from verify.errors import validation_lines
 from verify.judging.prompts import JudgeInstructions
 from verify.llm.ports import Purpose
 from verify.llm.structured import Check, ask_structured
 from verify.results.models import StageError
+from verify.sandbox.calls import BuiltAnswer, build_answer, compile_template_checked, run_granular, run_verify
+from verify.sandbox.pool import CodeFailed, WorkerLost
 from verify.templates import prompts as tp
-from verify.templates.compiler import (
-    CompiledTemplate,
-    TemplateError,
-    compile_template,
-    ground_truth_of,
-    parsed_fields,
-)
+from verify.templates.answer_base import check_regex
+from verify.templates.compiler import CompiledTemplate, TemplateError
 from verify.templates.deep_judgment import DJInput, DJSettings, judge_template
-from verify.templates.time_limit import CodeTimeout, run_code
+from verify.templates.time_limit import CodeTimeout
 
 if TYPE_CHECKING:
     from verify.config.verification import VerificationConfig
@@ -55,11 +55,10 @@ class ValidateTemplate:
     async def run(self, state: TaskState, deps: Deps) -> None:
         question = state.task.question
         try:
-            state.template.compiled = await run_code(
-                compile_template, question.template_code, question.id, timeout=deps.code_time_limit,
-                what="compiling the template"
+            state.template.compiled = await compile_template_checked(
+                question.template_code, question.id, deps.code_time_limit
             )
-        except (TemplateError, CodeTimeout) as exc:
+        except (TemplateError, CodeTimeout, WorkerLost) as exc:
             message = str(exc) if isinstance(exc, TemplateError) else f"question {question.id!r}: {exc}"
             state.template.validation_error = message
             state.errors.append(StageError(stage=self.name, message=message[:500], category="template_validation"))
@@ -138,20 +137,24 @@ class ParseTemplate:
             self._fail(state, f"judge reply unusable after {reply.attempts} attempt(s): {reply.error}", reply.raw_text)
             return
         values: dict[str, Any] = reply.value.model_dump()
+        code = state.task.question.template_code or ""
         try:
-            instance = await run_code(compiled.build, values, timeout=deps.code_time_limit, what="the template's model_post_init")
-        except ValidationError as exc:
-            nulls = [k for k, v in values.items() if v is None and compiled.answer_cls.model_fields[k].is_required()]
-            why = (f"the judge left required field(s) null: {', '.join(nulls)}" if nulls
-                   else f"parsed values do not fit the template: {'; '.join(validation_lines(exc, limit=6))}")
+            built = await build_answer(compiled, code, values, deps.code_time_limit)
+        except CodeFailed as exc:
+            if exc.kind == "ValidationError":
+                nulls = [k for k, v in values.items() if v is None and compiled.answer_cls.model_fields[k].is_required()]
+                why = (f"the judge left required field(s) null: {', '.join(nulls)}" if nulls
+                       else f"parsed values do not fit the template: {'; '.join(exc.lines)}")
+            else:  # the template's own model_post_init raised on these values
+                why = f"the template raised while building the answer: {exc}"
             self._fail(state, why, reply.raw_text)
             return
-        except Exception as exc:  # the template's own model_post_init raised on these values
-            self._fail(state, f"the template raised while building the answer: {type(exc).__name__}: {exc}", reply.raw_text)
+        except (CodeTimeout, WorkerLost) as exc:
+            self._fail(state, f"the template raised while building the answer: {described(exc)}", reply.raw_text)
             return
-        tpl.instance = instance
-        tpl.section.parsed_llm_response = parsed_fields(instance)
-        tpl.section.parsed_gt_response = ground_truth_of(instance) or tpl.section.parsed_gt_response
+        tpl.instance = built
+        tpl.section.parsed_llm_response = built.parsed
+        tpl.section.parsed_gt_response = built.expected or tpl.section.parsed_gt_response
         if tpl.deep_judgment is not None:
             tpl.deep_judgment.deep_judgment_stages_completed.append("parameters")
 
@@ -162,6 +165,11 @@ class ParseTemplate:
 
 def _short(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)[:160]
+
+
+def described(exc: Exception) -> str:
+    """``"<type>: <message>"`` of what the template's code raised (in its worker) or of our own error."""
+    return str(exc) if isinstance(exc, CodeFailed) else f"{type(exc).__name__}: {exc}"
 
 
 class VerifyTemplate:
@@ -177,21 +185,22 @@ class VerifyTemplate:
     async def run(self, state: TaskState, deps: Deps) -> None:
         tpl = state.template
         sec = tpl.section
-        instance, compiled = tpl.instance, tpl.compiled
-        assert instance is not None and compiled is not None
+        built, compiled, limit = tpl.instance, tpl.compiled, deps.code_time_limit
+        assert isinstance(built, BuiltAnswer) and compiled is not None
         sec.template_verification_performed = True
         field_ok: bool | None
         try:
-            verdict = await run_code(instance.verify, timeout=deps.code_time_limit, what="the template's verify()")
+            verdict = await run_verify(built, limit)
         except Exception as exc:
             field_ok = None
-            sec.field_verification_error = f"{type(exc).__name__}: {exc}"[:500]
+            sec.field_verification_error = described(exc)[:500]
         else:
-            if not isinstance(verdict, bool):
-                state.warnings.append(f"verify() returned {type(verdict).__name__}, not bool; using its truth value")
-            field_ok = bool(verdict)
+            if verdict.type_name != "bool":
+                state.warnings.append(f"verify() returned {verdict.type_name}, not bool; using its truth value")
+            field_ok = verdict.verdict
         tpl.field_verification_result = field_ok
-        regex = instance.verify_regex(state.answer or "")
+        where = f"question {state.task.question.id}"
+        regex = await asyncio.to_thread(check_regex, built.checks, state.answer or "", timeout=limit, where=where)
         sec.regex_validations_performed = regex.performed
         sec.regex_validation_results, sec.regex_validation_details = regex.results, regex.details
         sec.regex_extraction_results = regex.extractions
@@ -201,19 +210,26 @@ class VerifyTemplate:
             log.warning("task %s: %s", state.task.key, reason)
             state.fail("field_verification_error", self.name, reason, "system")
             return
+        failed = [n for n, ok in regex.results.items() if not ok and n not in regex.timed_out]
+        if regex.timed_out:
+            for why in regex.timed_out.values():
+                state.errors.append(StageError(stage=self.name, message=why[:500], category="field_verification_error"))
+            if field_ok and not failed:  # nothing judged the answer wrong: it is not judged at all
+                reason = "; ".join(regex.timed_out.values())
+                log.warning("task %s: %s", state.task.key, reason)
+                state.fail("field_verification_error", self.name, reason, "system")
+                return
         sec.verify_result = field_ok and regex.success
         if compiled.has_granular:
             try:
-                granular = await run_code(instance.verify_granular, timeout=deps.code_time_limit, what="verify_granular()")  # type: ignore[attr-defined]
-                sec.verify_granular_result = float(granular)
+                sec.verify_granular_result = await run_granular(built, limit)
             except Exception as exc:
-                state.warnings.append(f"verify_granular() raised {type(exc).__name__}: {exc}"[:300])
+                state.warnings.append(f"verify_granular() raised {described(exc)}"[:300])
         if not sec.verify_result:
             problems = []
             if not field_ok:
                 problems.append(f"verify() returned False (parsed {_short(sec.parsed_llm_response)}; "
                                 f"expected {_short(sec.parsed_gt_response)})")
-            if not regex.success:
-                failed = [n for n, ok in regex.results.items() if not ok]
+            if failed:
                 problems.append(f"regex check(s) failed: {', '.join(failed)}")
             tpl.verify_reason = "; ".join(problems)

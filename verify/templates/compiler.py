@@ -1,12 +1,15 @@
 """Compile answer templates from a checkpoint, with an import allow-list and restricted builtins.
 
-Trust model: a template is Python code from the checkpoint file. It runs in-process with
-restricted builtins (no ``open``, ``eval``, ``exec``, ``compile``, ``input``, ``globals``...), only
-the modules in :data:`ALLOWED_MODULES` can be imported (through proxies that hide submodules and
-private names), and an AST check refuses dunder escapes (``__subclasses__``, ``__globals__``,
-``__builtins__``...) before anything runs. Every refusal is located: ``question 'q1': template
-line 3 imports 'os'; allowed: ...``. This keeps honest templates honest and catches mistakes; it
-is not a security sandbox against a determined attacker, so only run checkpoints you trust.
+Trust model: a template is Python code from the checkpoint file. It runs with restricted builtins
+(no ``open``, ``eval``, ``exec``, ``compile``, ``input``, ``globals``...), only the modules in
+:data:`ALLOWED_MODULES` can be imported (through proxies that hide submodules and private names),
+and an AST check refuses dunder escapes (``__subclasses__``, ``__globals__``, ``__builtins__``...)
+before anything runs. Every refusal is located: ``question 'q1': template line 3 imports 'os';
+allowed: ...``. This keeps honest templates honest and catches mistakes; it is not a security
+sandbox against a determined attacker, so only run checkpoints you trust. The template's methods
+run only in a worker process under a time limit (:mod:`verify.sandbox`, which calls
+:func:`compile_template`); the run's own process builds the classes with :func:`outline_template`,
+for their schemas, once a worker compiled the same source in time.
 
 karenina's modules (``karenina.schemas.entities``, ``karenina.schemas.domain``, ...) map to
 :mod:`verify.templates.answer_base`, and karenina's pre-seeded names (``BaseAnswer``, ``Field``, ``List``,
@@ -33,6 +36,7 @@ from verify.templates.answer_base import (
     EXCLUDED_FIELDS,
     RESERVED_FIELDS,
     BaseAnswer,
+    ground_truth_of,
     has_granular,
     has_own_verify,
 )
@@ -311,24 +315,7 @@ def _judge_schema_text(cls: type[BaseModel]) -> str:
     return json.dumps(schema)
 
 
-def _json_safe(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
-def parsed_fields(instance: BaseAnswer) -> dict[str, Any]:
-    """The parsed values of an answer (fields and extras), without ``id``, ``correct`` and ``regex``."""
-    try:
-        data = instance.model_dump(mode="json", exclude=set(EXCLUDED_FIELDS))
-    except Exception:  # an odd extra attribute set by the template
-        data = _json_safe(instance.model_dump(exclude=set(EXCLUDED_FIELDS)))
-    return dict(data)
-
-
-def ground_truth_of(instance: BaseAnswer) -> dict[str, Any] | None:
-    correct = getattr(instance, "correct", None)
-    return dict(_json_safe(correct)) if isinstance(correct, dict) else None
-
-
+@lru_cache(maxsize=512)
 def _relaxed(cls: type[BaseAnswer]) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     for name, info in cls.model_fields.items():
@@ -400,13 +387,17 @@ def _validate(cls: type[BaseAnswer], question_id: str) -> CompiledTemplate:
 
 
 @lru_cache(maxsize=512)
-def _compile_cached(code: str, question_id: str) -> CompiledTemplate:
-    namespace = _execute(code, question_id)
-    cls = _leaf(namespace)
+def _answer_class(code: str, question_id: str) -> type[BaseAnswer]:
+    cls = _leaf(_execute(code, question_id))
     if cls is None:
         raise TemplateError(f"question {question_id!r}: the template defines no BaseAnswer subclass "
                             "(expected 'class Answer(BaseAnswer): ...')")
-    return _validate(cls, question_id)
+    return cls
+
+
+@lru_cache(maxsize=512)
+def _compile_cached(code: str, question_id: str) -> CompiledTemplate:
+    return _validate(_answer_class(code, question_id), question_id)
 
 
 def compile_template(code: str | None, question_id: str) -> CompiledTemplate:
@@ -414,3 +405,11 @@ def compile_template(code: str | None, question_id: str) -> CompiledTemplate:
     if not (code or "").strip():
         raise TemplateError(f"question {question_id!r} has no answer template; add one or use evaluation_mode='rubric_only'")
     return _compile_cached(code or "", question_id)
+
+
+def outline_template(code: str, question_id: str, ground_truth: dict[str, Any] | None,
+                     regex: dict[str, Any] | None) -> CompiledTemplate:
+    """The template's classes, built without running any of its methods: the ground truth and the
+    regex checks come from the worker that compiled the same source (:func:`compile_template`)."""
+    cls = _answer_class(code, question_id)
+    return CompiledTemplate(question_id, cls, _relaxed(cls), ground_truth, regex)
