@@ -91,6 +91,12 @@ async def outcomes(model: Any, calls: int) -> list[str]:
     return seen
 
 
+async def settle() -> None:
+    """Let the tasks started so far run until they wait."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
 def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name == "verify"]
 
@@ -123,7 +129,10 @@ async def test_connection_failures_open_it_with_their_own_category() -> None:
     with pytest.raises(EndpointNotAnswering) as caught:
         await model.complete(REQUEST)
     assert caught.value.category == "connection"  # the last failure's: a retryable task error either way
-    assert "(1 timeout and 2 connection failures in a row); call not sent" in str(caught.value)
+    assert str(caught.value) == (
+        f"endpoint {URL} is not answering (1 timeout and 2 connection failures in a row); call not sent "
+        "(connection refused: is the server running?)"  # what the last failure suggests
+    )
 
 
 async def test_any_reply_resets_the_count() -> None:
@@ -155,7 +164,7 @@ async def test_after_the_cooldown_one_probe_goes_and_a_reply_closes_it(caplog: p
     assert model.breaker.state == "half_open"
     with caplog.at_level(logging.INFO, logger="verify"):
         probe = asyncio.create_task(model.complete(REQUEST))
-        await asyncio.sleep(0)
+        await settle()
         assert inner.calls == 4
         assert await outcomes(model, 3) == ["refused"] * 3  # only the probe goes while it is out
         gate.set()
@@ -185,11 +194,34 @@ async def test_a_cancelled_probe_lets_the_next_call_probe() -> None:
     await outcomes(model, 3)
     clock.now = 60.0
     probe = asyncio.create_task(model.complete(REQUEST))
-    await asyncio.sleep(0)
+    await settle()
     probe.cancel()
     with pytest.raises(asyncio.CancelledError):
         await probe
     assert await outcomes(model, 1) == ["ok"] and inner.calls == 5
+
+
+async def test_calls_still_waiting_when_it_opens_are_abandoned() -> None:
+    gate = asyncio.Event()  # never set: like a request queued behind the others, or hanging
+    model, inner, _ = guarded(*timeouts(3), gate, gate)
+    results = await asyncio.gather(*(model.complete(REQUEST) for _ in range(5)), return_exceptions=True)
+    assert [type(r).__name__ for r in results] == ["TimeoutError"] * 3 + ["EndpointNotAnswering"] * 2
+    cut = results[3]
+    assert isinstance(cut, EndpointNotAnswering) and cut.category == "timeout"
+    assert str(cut) == f"endpoint {URL} is not answering (3 timeouts in a row); call abandoned"
+    assert attempts_of(cut) == 1 and inner.calls == 5
+    assert (model.breaker.abandoned, model.breaker.pending, model.breaker.cut) == (2, set(), set())
+
+
+async def test_cancelling_the_caller_still_cancels() -> None:
+    gate = asyncio.Event()
+    model, _, _ = guarded(gate)
+    call = asyncio.create_task(model.complete(REQUEST))
+    await settle()
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert model.breaker.state == "closed" and model.breaker.pending == set()
 
 
 def test_zero_failures_is_no_breaker_and_the_settings_are_validated() -> None:
@@ -348,7 +380,7 @@ def test_a_dead_endpoint_costs_a_few_attempts_not_tasks_times_attempts(
     with caplog.at_level(logging.WARNING, logger="verify"):
         outcome, elapsed = dead_run(dead_server.url, breaker_failures=3, replicates=5, timeout=0.3)
     assert outcome.tasks == 20 and len(outcome.results) == 20
-    # 3 failures open it; at most the 4 calls in flight, plus those let in while it counted, were sent
+    # 3 failures open it, and calls still waiting then are abandoned: 3 requests, at most 3 + the 4 in flight
     assert dead_server.requests == dead_server.connections <= 3 + 4
     assert elapsed < 10  # without it: about 180 requests, one at a time (the ladder never settles), ~55 s
     for result in outcome.results:  # a retryable error, so --resume runs every task again

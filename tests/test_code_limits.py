@@ -177,6 +177,38 @@ async def test_a_pool_reuses_its_workers_and_leaves_none_behind() -> None:
     assert all(wait_dead(pid) for pid in live)
 
 
+ORPHAN = """
+import asyncio, base64
+from verify.benchmark.traits import CallableTrait
+from verify.sandbox import calls
+from verify.sandbox.pool import shared_pool
+
+async def main():
+    trait = CallableTrait(name="loops", kind="boolean", callable_code=base64.b64encode(LOOP.encode()).decode())
+    task = asyncio.create_task(calls.run_callable(trait, "x", timeout=60))
+    while not shared_pool().stats().live:
+        await asyncio.sleep(0.01)
+    print(*shared_pool().stats().live, flush=True)
+    await task
+
+asyncio.run(main())
+"""
+
+
+def test_stalled_code_does_not_outlive_a_killed_run() -> None:
+    import signal
+    import subprocess
+    import sys
+
+    run = subprocess.Popen([sys.executable, "-c", f"LOOP = {LOOP!r}\n{ORPHAN}"], stdout=subprocess.PIPE, text=True)
+    assert run.stdout is not None
+    pids = [int(p) for p in run.stdout.readline().split()]
+    assert pids and all(alive(pid) for pid in pids)
+    run.send_signal(signal.SIGKILL)  # no atexit, no cancellation: the worker notices by itself
+    run.wait()
+    assert all(wait_dead(pid) for pid in pids)
+
+
 # -- templates --------------------------------------------------------------------------------------------------
 
 

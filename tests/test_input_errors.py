@@ -5,6 +5,7 @@ acceptance, or a misleading message).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from verify.config.deep_judgment import DeepJudgmentRubricCustomConfig
 from verify.config.verification import VerificationConfig
 from verify.errors import BenchmarkError, ConfigError, UserError
 from verify.files import MAX_JSON_DEPTH, read_json_file
-from verify.run.tasks import check_templates, preflight
+from verify.run.tasks import check_templates, preflight, preflight_async
 
 REPO = Path(__file__).resolve().parent.parent
 KARENINA = REPO / "tests" / "fixtures" / "karenina"
@@ -336,6 +337,19 @@ def test_preflight_compiles_every_template_and_warns_per_broken_one(tmp_path: Pa
     ]
     rubric_only = VerificationConfig.from_overrides(None, evaluation_mode="rubric_only")
     assert preflight(benchmark, rubric_only, benchmark.questions) == []  # templates are not used
+
+
+def test_preflight_works_inside_a_running_event_loop(tmp_path: Path) -> None:
+    benchmark = load_benchmark(_broken_demo(tmp_path))
+    config = VerificationConfig.from_overrides(None, evaluation_mode="template_only")
+
+    async def main() -> tuple[list[str], list[str]]:
+        return preflight(benchmark, config, benchmark.questions), await preflight_async(
+            benchmark, config, benchmark.questions
+        )
+
+    blocking, awaited = asyncio.run(main())
+    assert blocking == awaited and len(blocking) == 2
 
 
 def test_template_check_has_the_time_limit() -> None:

@@ -12,8 +12,10 @@ Exit codes: 0 run completed with no task errors; 1 user or setup error; 2 usage 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import signal
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -69,12 +71,9 @@ def parse_duration(text: str) -> float:
 
 
 def read_json(path: Path, what: str) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{what} file {path} not found", "check the path") from None
-    except ValueError as exc:
-        raise UserError(f"{what} file {path} is not valid JSON: {exc}", "fix the JSON syntax") from None
+    from verify.files import read_json_file
+
+    return read_json_file(path, what)
 
 
 def read_answers(path: Path) -> dict[str, dict[str, str]]:
@@ -169,6 +168,7 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
     signal.signal(signal.SIGTERM, _terminate)  # start-up; the run itself handles SIGTERM on its event loop
     install_log_filter()
     register_env_secrets()
+    repeats = _warn_once()
     try:
         code = _main(flags)
     except RunInterrupted as exc:
@@ -193,7 +193,38 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
         typer.secho(f"error: internal error: {scrub(message)}", err=True, fg="red")
         typer.echo("hint: this is a bug in verify; rerun with --debug for the traceback and report it", err=True)
         raise typer.Exit(1) from None
+    finally:
+        for message, count in repeats.counts.items():
+            if count > 1:
+                typer.secho(f"warning: {count - 1} more like: {message[:120]}", err=True, fg="yellow")
     raise typer.Exit(code)
+
+
+class _Once(logging.Filter):
+    """verify's warnings on stderr, each distinct message once; repeats are counted for the end."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Counter[str] = Counter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        self.counts[message] += 1
+        return self.counts[message] == 1
+
+
+def _warn_once() -> _Once:
+    logger = logging.getLogger("verify")
+    for handler in [h for h in logger.handlers if getattr(h, "verify_cli", False)]:
+        logger.removeHandler(handler)  # one handler per invocation (tests invoke the CLI many times)
+    handler = logging.StreamHandler()
+    handler.verify_cli = True  # type: ignore[attr-defined]
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    once = _Once()
+    handler.addFilter(once)
+    logger.addHandler(handler)
+    return once
 
 
 def _print_traceback() -> None:
@@ -279,6 +310,8 @@ def _main(flags: dict[str, Any]) -> int:
         typer.echo(scrub(json.dumps(config_to_dict(config), indent=2, default=str)))
         return 0
     bench = load_benchmark(flags["benchmark"])
+    for line in bench.warnings:
+        typer.secho(f"warning: {scrub(line)}", err=True, fg="yellow")
     options = RunOptions(
         output=flags["output"], resume=flags["resume"], include_unfinished=flags["include_unfinished"],
         cache_dir=None if flags["no_cache"] else flags["cache_dir"],
@@ -299,7 +332,8 @@ def _main(flags: dict[str, Any]) -> int:
     if flags["show_plan"]:
         from verify.results.report import render_plan
 
-        render_plan(bench, config, select_questions(bench, options.question_ids, options.include_unfinished))
+        render_plan(bench, config, select_questions(bench, options.question_ids, options.include_unfinished),
+                    code_time_limit=flags["code_time_limit"])
         return 0
     if options.output is None:
         options.output = Path("verify-results") / f"{Path(flags['benchmark']).stem}.json"

@@ -1,5 +1,5 @@
-"""Benchmarks: questions (``question``), rubric trait models (``traits``), and karenina's JSON-LD
-checkpoint format (``jsonld`` for documents and questions, ``ratings`` for traits)."""
+"""Benchmarks: questions (``question``, also their JSON-LD items), rubric trait models (``traits``), and
+karenina's JSON-LD checkpoint format (``jsonld`` for documents, ``ratings`` for traits)."""
 
 from verify.benchmark.jsonld import Benchmark, load_benchmark, save_benchmark
 from verify.benchmark.question import Question

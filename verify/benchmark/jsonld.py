@@ -26,7 +26,6 @@ from verify.benchmark.problems import (
     Problems,
     build_model,
     check_unique_names,
-    folded_names,
     kind_of,
     trait_where,
     warn_similar_names,
@@ -227,8 +226,10 @@ def _decode_document(data: Any, problems: Problems) -> Benchmark | None:
         problems.add(top, wrong_type("name", name, "text (the benchmark's name)"))
     elif not isinstance(name, str) or not name.strip():
         problems.add(top, "'name' is missing or empty; give the benchmark a name")
-    if not all(isinstance(data.get(k), OPTIONAL_TEXT) for k in ("description", "version", "@id")):
-        problems.optional_text(top, {k: data.get(k) for k in ("description", "version", "@id")})
+    description, version, node_id = data.get("description"), data.get("version"), data.get("@id")
+    if not (isinstance(description, OPTIONAL_TEXT) and isinstance(version, OPTIONAL_TEXT)
+            and isinstance(node_id, OPTIONAL_TEXT)):
+        problems.optional_text(top, {"description": description, "version": version, "@id": node_id})
     dates = read_dates(data, top, problems)
     ratings = decode_ratings(data.get("rating"), None, problems)
     known = frozenset({"benchmark_format_version", *_LEGACY_GLOBAL})
@@ -236,9 +237,10 @@ def _decode_document(data: Any, problems: Problems) -> Benchmark | None:
     traits = list(ratings.traits)
     for key in _LEGACY_GLOBAL:
         traits += decode_legacy(key, values[key], problems) if key in values else []
-    for group in (traits, ratings.dynamic):
-        check_unique_names(group, lambda n: f"global trait {n!r}", problems)
-        warn_similar_names(group, "global rubric", problems)
+    check_unique_names(traits, lambda n: f"global trait {n!r}", problems)
+    check_unique_names(ratings.dynamic, lambda n: f"global trait {n!r}", problems)
+    folded = warn_similar_names(traits, "global rubric", problems)
+    warn_similar_names(ratings.dynamic, "global rubric", problems)
     scenarios = data.get("hasPart") or []
     if not isinstance(scenarios, list) or not all(isinstance(s, dict) for s in scenarios):
         problems.add(top, f"'hasPart' must be a list of Scenario objects (it is {kind_of(scenarios)})")
@@ -252,8 +254,8 @@ def _decode_document(data: Any, problems: Problems) -> Benchmark | None:
                        "missing 'dataFeedElement' (the list of questions; use [] for none)")
         elements = []
     seen: dict[str, int] = {}
-    folded = folded_names(traits)
-    questions = [decode_question(i, entry, traits, folded, seen, problems) for i, entry in enumerate(elements)]
+    names = {t.name for t in traits}
+    questions = [decode_question(i, entry, names, folded, seen, problems) for i, entry in enumerate(elements)]
     if problems or dates is None:
         return None
     benchmark: Benchmark | None = build_model(Benchmark, {

@@ -1,8 +1,9 @@
 """Located problems (and warnings) found while reading a checkpoint, collected so one error lists them all.
 
 Also how they are worded: a value of the wrong type is named by what it is and what was expected
-(``text is a number, expected text``), and :func:`locate` names a place in the raw document the way
-the decoder does (``question 'q1' / trait 'Clarity'``, ``bestRating``).
+(``text is a number, expected text``), a place by question and trait (:func:`trait_where`); values
+kept verbatim are checked for depth (:meth:`Problems.check_depth`), and trait names that differ only
+in case or surrounding spaces are warned about (:func:`warn_similar_names`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from verify.errors import validation_lines
 from verify.files import MAX_JSON_DEPTH, nesting_path, render_path
 
 __all__ = [
-    "MAX_PROBLEMS", "OPTIONAL_TEXT", "Problems", "build_model", "check_unique_names", "folded_names", "kind_of",
+    "MAX_PROBLEMS", "OPTIONAL_TEXT", "Problems", "build_model", "check_unique_names", "kind_of",
     "trait_where", "warn_similar_names", "wrong_type",
 ]
 
@@ -89,30 +90,23 @@ def check_unique_names(traits: Sequence[Any], where: Callable[[str], str], probl
         seen.add(trait.name)
 
 
-def folded_names(traits: Sequence[Any]) -> dict[str, str]:
-    """``{name without case and surrounding spaces: the first trait name that folds to it}``."""
-    folded: dict[str, str] = {}
-    for trait in traits:
-        folded.setdefault(trait.name.strip().casefold(), trait.name)
-    return folded
-
-
 def warn_similar_names(
-    traits: Sequence[Any], where: str, problems: Problems, global_names: dict[str, str] | None = None
-) -> None:
+    traits: Sequence[Any], where: str, problems: Problems, global_folded: dict[str, str] | None = None
+) -> dict[str, str]:
     """Warn about trait names that differ only in case or surrounding spaces: within ``traits``, and
-    against ``global_names`` (:func:`folded_names` of the global rubric). Identical names are errors,
-    reported elsewhere."""
+    against the global rubric's (``global_folded``, what this returned for it). Identical names are
+    errors, reported elsewhere. Returns ``{folded name: the first trait name that folds to it}``."""
     seen: dict[str, str] = {}
     for trait in traits:
         key = trait.name.strip().casefold()
-        other = (global_names or {}).get(key)
+        other = global_folded.get(key) if global_folded else None
         label = "global trait"
         if other is None:
             other, label = seen.setdefault(key, trait.name), "trait"
         if other != trait.name:
             problems.warn(where, f"trait {trait.name!r} and {label} {other!r} differ only in case or surrounding "
                                  "spaces, so they are two separate traits; rename one if they are meant to be one")
+    return seen
 
 
 def kind_of(value: Any) -> str:

@@ -26,7 +26,6 @@ from verify.benchmark.problems import (
     wrong_type,
 )
 from verify.benchmark.ratings import (
-    AnyTrait,
     decode_ratings,
     encode_rubric,
     json_value,
@@ -151,10 +150,15 @@ def read_dates(obj: dict[str, Any], where: str, problems: Problems) -> tuple[str
 
 
 def decode_question(
-    i: int, entry: Any, global_traits: list[AnyTrait], global_folded: dict[str, str], seen: dict[str, int],
+    i: int, entry: Any, global_names: set[str], global_folded: dict[str, str], seen: dict[str, int],
     problems: Problems,
 ) -> Question | None:
-    """The ``i``-th DataFeedItem as a Question, or None (every problem reported to ``problems``)."""
+    """The ``i``-th DataFeedItem as a Question, or None (every problem reported to ``problems``).
+
+    ``global_names`` are the global rubric's trait names, ``global_folded`` what :func:`warn_similar_names`
+    returned for it;
+    ``seen`` maps the question ids read so far to their index.
+    """
     start, label = problems.count, f"dataFeedElement[{i}]"
     if not isinstance(entry, dict):
         problems.add(label, f"is {kind_of(entry)}, expected a DataFeedItem object")
@@ -202,12 +206,12 @@ def decode_question(
     if not isinstance(keywords, list | None) or not all(isinstance(k, str) for k in keywords or []):
         problems.add(where, "'keywords' must be a list of strings")
     ratings = decode_ratings(item.get("rating"), label, problems)
-    for group, global_names in ((ratings.traits, global_folded), (ratings.dynamic, None)):
+    for group, folded in ((ratings.traits, global_folded), (ratings.dynamic, None)):
         if group:
             check_unique_names(group, lambda n: f"{label} / trait {n!r}", problems)
-            warn_similar_names(group, label, problems, global_names)
+            warn_similar_names(group, label, problems, folded)
     for trait in ratings.traits:
-        if any(trait.name == g.name for g in global_traits):
+        if trait.name in global_names:
             problems.add(f"{label} / trait {trait.name!r}", "also defined in the global rubric; rename one")
     meta = _metadata(item.get("additionalProperty"), where, problems)
     extra_item_keys = {k: v for k, v in item.items() if k not in _ITEM_KEYS}

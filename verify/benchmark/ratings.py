@@ -22,6 +22,7 @@ from verify.benchmark.traits import AgenticTrait, CallableTrait, LLMTrait, Metri
 from verify.files import JsonProblem, parse_json
 
 Scope = Literal["global", "question"]
+_FLOAT_MAX = sys.float_info.max
 AnyTrait = LLMTrait | RegexTrait | CallableTrait | MetricTrait | AgenticTrait
 
 PREFIX = "karenina:"
@@ -190,7 +191,7 @@ def decode_trait(rating: dict[str, Any], family: str, where: str, problems: Prob
         if isinstance(value, bool) or not isinstance(value, int | float):
             problems.wrong(where, rating, key, "a number", f"missing '{key}' (a number)")
             value = 0.0
-        elif not abs(value) <= sys.float_info.max:  # NaN or Infinity (passed from Python), or huge
+        elif not -_FLOAT_MAX <= value <= _FLOAT_MAX:  # NaN or Infinity (passed from Python), or huge
             problems.add(where, f"{key} is not a finite number; write a number")
             value = 0.0
         bounds.append(float(value))

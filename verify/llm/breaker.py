@@ -9,7 +9,9 @@ every call to its endpoint (retries and concurrent calls included). When the cou
 * **open**: calls are refused at once, without being sent, with
   :class:`~verify.llm.endpoints.EndpointNotAnswering` (category ``timeout`` or ``connection``, as
   the failures were, so the task is recorded as a retryable error that ``--resume`` runs again).
-  One warning is logged when it opens.
+  Calls admitted earlier and still waiting are abandoned with the same error: a call may queue
+  inside the adapter (the first structured calls to a server go one at a time) and would
+  otherwise still be sent, each waiting out its whole timeout. One warning is logged when it opens.
 * **half-open**: ``breaker_cooldown_seconds`` after it opened, one call (the probe) is let
   through while the others are still refused. A reply closes the breaker; another timeout or
   connection failure opens it for another cooldown.
@@ -26,14 +28,15 @@ started waiting. Breakers are shared by the models on one server, keyed by :func
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from verify.llm.adapters.langchain_messages import endpoint_url
-from verify.llm.endpoints import EndpointNotAnswering, base_url_of, shown_url, url_key
+from verify.llm.endpoints import EndpointNotAnswering, base_url_of, connection_refused, shown_url, url_key
 from verify.llm.ports import ChatModel, ChatReply, ChatRequest
 from verify.llm.resilience import classify_error, note_attempts
 
@@ -74,7 +77,9 @@ def endpoint_of(model: ModelConfig) -> Endpoint:
 class CircuitBreaker:
     """The state of one endpoint: closed, open (calls refused) or half-open (one probe may go).
 
-    ``opened`` counts the times it opened from closed, ``refused`` the calls it refused.
+    ``opened`` counts the times it opened from closed, ``refused`` the calls it refused and
+    ``abandoned`` those it cut short. ``pending`` holds the admitted calls still running (kept by
+    :class:`BreakerModel`), so that opening can cut them short.
     """
 
     def __init__(
@@ -93,10 +98,14 @@ class CircuitBreaker:
         self._clock = clock
         self._streak: Counter[str] = Counter()  # attempts in a row without an answer, per category
         self._why = ("", "timeout")  # what opened it, and the category its refusals get
+        self._hint: str | None = None
         self._opened_at: float | None = None
         self._probing = False
         self.opened = 0
         self.refused = 0
+        self.abandoned = 0
+        self.pending: set[asyncio.Future[Any]] = set()
+        self.cut: set[asyncio.Future[Any]] = set()  # pending calls cancelled by the opening
 
     @property
     def state(self) -> Literal["closed", "open", "half_open"]:
@@ -107,11 +116,15 @@ class CircuitBreaker:
     def _cooled(self) -> bool:
         return self._opened_at is not None and self._clock() - self._opened_at >= self.cooldown
 
-    def refusal(self, what: str = "call") -> EndpointNotAnswering | None:
+    def refusal(self, outcome: str = "call not sent") -> EndpointNotAnswering | None:
         """The error a call sent now would get, or ``None`` when it may go (this claims no probe)."""
         if self._opened_at is None or (self._cooled() and not self._probing):
             return None
-        error = EndpointNotAnswering(self.endpoint, *self._why, what=what)
+        return self.error(outcome)
+
+    def error(self, outcome: str) -> EndpointNotAnswering:
+        """The error of a call that this breaker refused (or cut short), saying why."""
+        error = EndpointNotAnswering(self.endpoint, *self._why, outcome=outcome, hint=self._hint)
         note_attempts(error, 0)  # nothing was sent
         return error
 
@@ -128,8 +141,9 @@ class CircuitBreaker:
         log.info("endpoint %s: letting one call through to see whether it answers again", self.endpoint)
         return True
 
-    def record(self, category: str | None, *, probe: bool) -> None:
-        """The outcome of an admitted call: ``None`` for a reply, else its error's category."""
+    def record(self, category: str | None, *, probe: bool, error: BaseException | None = None) -> None:
+        """The outcome of an admitted call: ``None`` for a reply, else its error's category (and the
+        error, whose kind the refusals then mention)."""
         if probe:
             self._probing = False
         if category is None or category in _ANSWERED:
@@ -146,11 +160,16 @@ class CircuitBreaker:
             self.opened += 1
             # every refusal tells the same story, so a run's report groups them into one line
             self._why = (self._what_failed(), category)
+            refused = error is not None and connection_refused(error)
+            self._hint = "connection refused: is the server running?" if refused else None
             log.warning(
                 "endpoint %s is not answering (%s in a row): calls to it fail without being sent; "
-                "one is let through every %g s to see whether it is back",
-                self.endpoint, self._why[0], self.cooldown,
+                "one is let through every %g s to see whether it is back%s",
+                self.endpoint, self._why[0], self.cooldown, f"; {self._hint}" if self._hint else "",
             )  # fmt: skip
+            for call in self.pending - self.cut:  # they would each wait out the same timeout
+                self.cut.add(call)
+                call.cancel()
         elif probe:
             self._opened_at = self._clock()  # still no answer: wait out another cooldown
         # a call sent before the breaker opened that fails now only adds to the count
@@ -183,15 +202,31 @@ class BreakerModel:
         return self.inner.model_id
 
     async def complete(self, request: ChatRequest) -> ChatReply:
-        probe = self.breaker.admit()
+        breaker = self.breaker
+        probe = breaker.admit()
+        # a task of its own, so that the breaker can cancel it without cancelling our caller
+        call = asyncio.ensure_future(self.inner.complete(request))
+        breaker.pending.add(call)
         outcome: str | None = "cancelled"  # until the call returns or raises
+        failure: BaseException | None = None
         try:
-            reply = await self.inner.complete(request)
+            reply = await call
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if call not in breaker.cut or (task is not None and task.cancelling()):
+                raise  # our caller was cancelled
+            outcome = "abandoned"
+            breaker.abandoned += 1
+            error = breaker.error("call abandoned")
+            note_attempts(error, 1)  # it may have been sent
+            raise error from None
         except Exception as exc:
-            outcome = classify_error(exc, self.patterns)
+            outcome, failure = classify_error(exc, self.patterns), exc
             raise
         else:
             outcome = None
             return reply
         finally:
-            self.breaker.record(outcome, probe=probe)
+            breaker.pending.discard(call)
+            breaker.cut.discard(call)
+            breaker.record(outcome, probe=probe, error=failure)

@@ -96,11 +96,13 @@ class EndpointNotAnswering(ModelError):
     (:mod:`verify.llm.breaker`). ``category`` is that of the failures that opened it, ``timeout`` or
     ``connection``, so the task is recorded as a retryable error and ``--resume`` runs it again.
 
-    ``streak`` says what failed, e.g. ``"3 timeouts"``; ``what`` is the thing not sent (a call, or
-    a retry of one).
+    ``streak`` says what failed, e.g. ``"3 timeouts"``; ``outcome`` what became of the call (not
+    sent, its retry not sent, or abandoned while it waited); ``hint`` what the last failure suggests.
     """
 
-    def __init__(self, endpoint: str, streak: str, category: str, *, what: str = "call") -> None:
+    def __init__(
+        self, endpoint: str, streak: str, category: str, *, outcome: str = "call not sent", hint: str | None = None
+    ) -> None:
         self.endpoint = endpoint
-        message = f"endpoint {endpoint} is not answering ({streak} in a row); {what} not sent"
-        super().__init__(message, category)
+        message = f"endpoint {endpoint} is not answering ({streak} in a row); {outcome}"
+        super().__init__(message + (f" ({hint})" if hint else ""), category)

@@ -325,7 +325,7 @@ class RetryingModel:
             attempt = used.get(category, 0)
             give_up = category not in TRANSIENT_CATEGORIES or attempt >= backoff.retries
             # a retry the breaker would refuse is given up now, not after its backoff
-            refused = self.breaker.refusal("retry") if self.breaker is not None and not give_up else None
+            refused = self.breaker.refusal("retry not sent") if self.breaker is not None and not give_up else None
             if give_up or refused is not None:
                 self.failures[category] = self.failures.get(category, 0) + 1
                 final = self._final_error(error, category, attempt)

@@ -34,7 +34,13 @@ from verify.run.recorded import check_recorded_answers
 from verify.run.services import AdapterFactory, Services
 from verify.run.signals import stop_on_signals
 from verify.run.state import AnswerMemo, Deps, Task, TaskState
-from verify.run.tasks import build_tasks, check_something_to_evaluate, needs_search, select_questions
+from verify.run.tasks import (
+    build_tasks,
+    check_something_to_evaluate,
+    needs_search,
+    preflight_async,
+    select_questions,
+)
 from verify.secrets import register_config_secrets, register_env_secrets
 from verify.stages import Stage
 from verify.templates.time_limit import DEFAULT_CODE_TIME_LIMIT
@@ -138,7 +144,8 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
             "add an answering model, or record answers with --manual-traces FILE / --answers FILE",
         )
     check_something_to_evaluate(benchmark, config, questions)
-    notes = check_recorded_answers(config, questions, options.answers, source=options.answers_source,
+    notes = await preflight_async(benchmark, config, questions, code_time_limit=options.code_time_limit)
+    notes += check_recorded_answers(config, questions, options.answers, source=options.answers_source,
                                    generate_missing=options.generate_missing_answers)
     stages = plan(config)
     identity = run_identity(benchmark, config, verify_version())

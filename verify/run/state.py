@@ -130,6 +130,7 @@ class Deps:
     answers: AnswerMemo = field(default_factory=AnswerMemo)
     run_name: str | None = None
     code_time_limit: float = DEFAULT_CODE_TIME_LIMIT
-    """Seconds each call into template code (compile, model_post_init, verify()) may take."""
+    """Seconds each call into checkpoint code (template compile/build/verify(), regex and callable
+    traits, template regex checks) may take; overrunning code is stopped (its worker is killed)."""
     embedder_for: Callable[[str], Embedder] = get_embedder
     """The embedding model of a name (``embedding_check_model``), for the embedding check."""
