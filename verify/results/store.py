@@ -11,6 +11,7 @@ from this file, keeping the last line per task, so nothing is lost or duplicated
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -107,7 +108,11 @@ class ResultWriter:
         os.fsync(self._handle.fileno())
 
     def close(self) -> None:
-        self._handle.close()
+        # after a failed write (disk full) the buffer still holds part of a line: flushing it fails
+        # again, and that must not hide the error that says what is safe; the torn tail is dropped
+        # when the run resumes
+        with contextlib.suppress(OSError):
+            self._handle.close()  # closes the file descriptor even when the final flush fails
 
 
 def _drop_torn_tail(path: Path) -> None:

@@ -100,7 +100,7 @@ class _Zygote:
             self.channel.close()
         try:
             self.process.wait(timeout=2)
-        except subprocess.TimeoutExpired:
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):  # a Ctrl-C at exit must not print a traceback
             self.process.kill()
 
 

@@ -59,6 +59,10 @@ def _parser() -> argparse.ArgumentParser:
         "--imperfections", default="", help=f"comma-separated imperfections (default all: {','.join(BEHAVIOURS)})"
     )
     serve.add_argument("--constant-reply", default=None, help="answer every judge request with this text")
+    serve.add_argument(
+        "--echo-auth-rate", type=_rate, default=0.0,
+        help="fraction of requests answered 401 with the request's credential headers quoted in the error",
+    )  # fmt: skip
     return parser
 
 
@@ -90,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         reject_json_object=args.reject_json_object,
         no_tools=args.no_tools,
         imperfections=imperfections,
+        echo_auth_rate=args.echo_auth_rate,
     )
     return 0
 

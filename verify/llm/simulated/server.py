@@ -41,7 +41,7 @@ from types import TracebackType
 from typing import Any
 
 from verify.llm.ports import PURPOSE_HEADER
-from verify.llm.simulated import brain
+from verify.llm.simulated import brain, echo
 from verify.llm.simulated.imperfect import Imperfections
 from verify.llm.simulated.wire import (
     BadRequest,
@@ -80,6 +80,7 @@ class ServerOptions:
     reject_json_schema: bool = False
     reject_json_object: bool = False
     no_tools: bool = False
+    echo_auth_rate: float = 0.0
 
 
 class SimulatedServer:
@@ -231,6 +232,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise BadRequest(429, "Rate limit reached for simulated-judge (simulated)")
         if draw_500 < opts.rate_500:
             raise BadRequest(500, "The server had an error while processing your request (simulated)")
+        echo.refuse_some(self.headers.items(), opts.echo_auth_rate, rng.random())
 
         messages = request_messages(body["messages"])
         wanted = wanted_reply(body)
@@ -371,14 +373,14 @@ def start_server(
     imperfections: Imperfections | None = None,
     reject_json_schema: bool = False,
     reject_json_object: bool = False,
-    no_tools: bool = False,
+    no_tools: bool = False, echo_auth_rate: float = 0,
 ) -> SimulatedServer:
     """Start the server in a daemon thread on 127.0.0.1 (``port=0`` picks a free port).
 
     ``retry_after_ms`` sets the ``retry-after-ms`` header on 429/5xx answers (``Retry-After`` is
     that in whole seconds), which keeps the OpenAI SDK's retry wait short; ``None`` sends neither.
     ``reply`` answers each chat request that gets past the HTTP faults (default: the brain);
-    ``imperfections`` makes the brain an imperfect judge.
+    ``imperfections`` makes the brain an imperfect judge; ``echo_auth_rate``: see ``simulated/echo.py``.
     """
     options = ServerOptions(
         latency_ms=latency_ms,
@@ -395,7 +397,7 @@ def start_server(
         imperfections=imperfections or Imperfections(),
         reject_json_schema=reject_json_schema,
         reject_json_object=reject_json_object,
-        no_tools=no_tools,
+        no_tools=no_tools, echo_auth_rate=echo_auth_rate,
     )
     return SimulatedServer(options, port, reply)
 
