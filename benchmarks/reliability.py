@@ -279,10 +279,6 @@ def saved_count(output: Path) -> int:
     return 0
 
 
-def results_written(output: Path) -> bool:
-    return output.exists() or bool(saved_keys(progress_of(output)))
-
-
 def output_state(output: Path) -> tuple[frozenset[str], float | None]:
     """What a run has saved so far: its progress file's task keys and the export's modification time."""
     return frozenset(saved_keys(progress_of(output))), output.stat().st_mtime if output.exists() else None
@@ -387,9 +383,10 @@ class Case:
 # --------------------------------------------------------------------------- 1. kill and resume
 
 
-def check_stop(case: Case, what: str, done: Exit, sig: signal.Signals, output: Path, changed: bool) -> str:
-    """Check how a signalled process ended (``changed``: it saved something); returns ``finished``,
-    ``stopped`` or ``startup`` (it died of the signal before verify handled it, having changed nothing)."""
+def check_stop(case: Case, what: str, done: Exit, sig: signal.Signals, changed: bool) -> str:
+    """Check how a signalled process ended (``changed``: it saved results or wrote the export);
+    returns ``finished``, ``stopped`` or ``startup`` (it died of the signal before verify handled it,
+    having changed nothing)."""
     if done.hung:
         case.check_exit(what, done, [0])
         return "stopped"
@@ -402,14 +399,13 @@ def check_stop(case: Case, what: str, done: Exit, sig: signal.Signals, output: P
         return "stopped"
     if done.code == -sig and not done.err.strip() and not changed:
         return "startup"
-    written = results_written(output)
     case.check_exit(what, done, [STOP_CODES[sig]])
     lines = [line for line in done.err.splitlines() if line.startswith("interrupted")]
     if len(lines) != 1:
         case.problems.append(f"{what}: {len(lines)} 'interrupted' line(s) on stderr: {tail(done.err)}")
     elif "nothing was written" in lines[0]:
-        if written:
-            case.problems.append(f"{what}: says {lines[0]!r}, but results were saved")
+        if changed:
+            case.problems.append(f"{what}: says {lines[0]!r}, but it saved results")
     elif "--resume" not in done.err:
         case.problems.append(f"{what}: the message does not mention --resume: {tail(done.err)}")
     elif (named := re.search(r"saved in (\S+\.progress\.jsonl)", lines[0])) and not Path(named.group(1)).exists():
@@ -429,7 +425,7 @@ def kill_case(ref: Reference, folder: Path, sig: signal.Signals, stops: int, rng
         before = output_state(out)
         done = Process(args, folder).wait(stop=after(at), sig=sig)
         changed = output_state(out) != before
-        outcome = check_stop(case, f"{what} ({sig.name} at {at:.2f} s)", done, sig, out, changed)
+        outcome = check_stop(case, f"{what} ({sig.name} at {at:.2f} s)", done, sig, changed)
         case.counts["signals_sent"] += done.signalled
         case.counts[f"outcome_{outcome}"] += 1
     saved = saved_count(out)
