@@ -183,7 +183,7 @@ def section_efficiency(s: Settings, report: Report) -> None:
     report.add("efficiency_ideal_s", ideal, note="max(calls x latency / concurrency, chain x latency)")
 
     say(f"efficiency_http: {s.efficiency_http_questions} questions over HTTP (server in its own process)")
-    with server_process(s.latency_ms) as url:
+    with server_process("--latency-ms", s.latency_ms) as url:
         judge = gen.endpoint(url)
         _warm_up(judge)
         cpu = time.process_time()
@@ -427,7 +427,7 @@ def section_dj_task(s: Settings, report: Report) -> None:
         f"median of {s.dj_task_repeats} runs"
     )
     bench, answers = generated_benchmark(1)
-    with server_process(s.latency_ms) as url:
+    with server_process("--latency-ms", s.latency_ms) as url:
         judge = gen.endpoint(url)
         config = make_config(judge, mode="deep_judgment", concurrency=s.concurrency, workers=1)
         _warm_up(judge)

@@ -204,20 +204,18 @@ class Counted:
 
 
 @contextmanager
-def server_process(latency_ms: float) -> Iterator[str]:
-    """The simulated OpenAI-compatible server in its own process (as a real provider would be: its
-    CPU time is not the client's); yields its base URL."""
+def server_process(*flags: object) -> Iterator[str]:
+    """The simulated OpenAI-compatible server in its own process on 127.0.0.1 (as a real provider
+    would be: its CPU time is not the client's), started with ``serve`` ``flags``; yields its base URL."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "verify.llm.simulated", "serve", "--port", "0", "--latency-ms", str(latency_ms)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+        [sys.executable, "-m", "verify.llm.simulated", "serve", "--port", "0", *map(str, flags)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()
-        if not url.startswith("http"):
-            raise RuntimeError(f"simulated server did not start (said {url!r})")
+        if not url.startswith("http://127.0.0.1:"):
+            raise RuntimeError(f"the simulated server did not start (it said {url!r})")
         yield url
     finally:
         proc.terminate()

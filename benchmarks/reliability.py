@@ -75,6 +75,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # run as a script or loaded by file path from the tests
+    sys.path.insert(0, str(HERE))
+
+from benchgen import server_process  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
 ANSWERS = REPO / "benchmarks" / "demo" / "answers.json"
@@ -179,28 +185,6 @@ def run_args(preset: Path, output: Path, *extra: object) -> list[object]:
     """A demo run on recorded answers, without the response cache unless ``extra`` sets one."""
     cache = () if "--cache-dir" in extra else ("--no-cache",)
     return verify_cli(DEMO, "--preset", preset, "--answers", ANSWERS, *cache, "--output", output, *extra)
-
-
-@contextlib.contextmanager
-def simulated_server(*flags: object) -> Iterator[str]:
-    """``python -m verify.llm.simulated serve`` in its own process on 127.0.0.1; yields its base URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "verify.llm.simulated", "serve", "--port", "0", *map(str, flags)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        if not url.startswith("http://127.0.0.1:"):
-            raise RuntimeError(f"the simulated server did not start (it said {url!r})")
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def closed_port() -> int:
@@ -456,7 +440,7 @@ def faults_case(ref: Reference, folder: Path, seed: int, *, few_retries: bool) -
     with the default retry policy, or with ``FEW_RETRIES``."""
     case = Case("faults", f"seed {seed}, {'few' if few_retries else 'default'} retries")
     out = folder / "out.json"
-    with simulated_server(*FAULTS, "--seed", seed) as url:
+    with server_process(*FAULTS, "--seed", seed) as url:
         policy = {"retry_policy": FEW_RETRIES} if few_retries else {}
         preset = demo_preset(folder / "faults.json", [http_judge(url)], **policy)
         for rounds in range(MAX_RESUMES + 1):
@@ -684,7 +668,7 @@ def secrets_scan(root: Path, steps: Sequence[str] = SECRET_STEPS, seed: int = SE
     env = {**ENV, ENV_NAME: SECRET["env"]}
     streams: dict[str, str] = {}
     cases = []
-    with simulated_server("--echo-auth-rate", "0.3", "--latency-ms", "20", "--seed", seed) as url:
+    with server_process("--echo-auth-rate", "0.3", "--latency-ms", "20", "--seed", seed) as url:
         inputs = {
             "planted": planted_preset(inputs_dir / "planted.json", url),
             "unreachable": planted_preset(inputs_dir / "unreachable.json", f"http://127.0.0.1:{closed_port()}"),
