@@ -21,8 +21,10 @@ from verify.run.state import Task
 from verify.sandbox.calls import compile_template_checked
 from verify.sandbox.pool import CodeFailed, WorkerLost
 from verify.stages.rubric import evaluates
-from verify.templates.answer_base import has_own_verify
+from verify.templates.answer_base import BaseAnswer, has_own_verify
 from verify.templates.compiler import CompiledTemplate, TemplateError
+from verify.templates.composition import strategy_of
+from verify.templates.primitives import SemanticMatch
 from verify.templates.time_limit import DEFAULT_CODE_TIME_LIMIT, CodeTimeout
 
 if TYPE_CHECKING:
@@ -63,7 +65,10 @@ def select_questions(
 
 
 def task_rubric(benchmark: Benchmark, config: VerificationConfig, question: Question) -> tuple[Rubric, dict[str, Provenance]]:
-    """The question's merged rubric, narrowed to ``rubric_trait_names`` when set."""
+    """The question's merged rubric, narrowed to ``rubric_trait_names`` when set; none when rubrics
+    are not evaluated (so a trait name in both rubrics stops only runs that evaluate them, as in karenina)."""
+    if not config.rubric_enabled:
+        return Rubric(), {}
     try:
         rubric, provenance = benchmark.rubric_for(question)
     except ValueError as exc:
@@ -78,11 +83,13 @@ def task_rubric(benchmark: Benchmark, config: VerificationConfig, question: Ques
 def check_something_to_evaluate(benchmark: Benchmark, config: VerificationConfig, questions: Sequence[Question]) -> None:
     """Fail before any call when a question would be judged on nothing (its result could only be empty).
 
-    Without the template stages, a question needs a rubric trait the rubric stage evaluates.
+    Without the template stages, a question needs a rubric trait the rubric stage evaluates. Every
+    question's rubrics are merged here, so a trait name in both stops the run before it starts.
     """
+    rubrics = [task_rubric(benchmark, config, q)[0] for q in questions]
     if config.template_enabled:
         return
-    empty = [q.id for q in questions if not any(evaluates(t) for t in task_rubric(benchmark, config, q)[0].traits)]
+    empty = [q.id for q, rubric in zip(questions, rubrics, strict=True) if not any(evaluates(t) for t in rubric.traits)]
     if not empty:
         return
     where = benchmark.source or "the benchmark"
@@ -151,6 +158,10 @@ async def preflight_async(
             if check.error is not None:
                 warnings.append(f"{where}: {check.error} (its tasks will fail with template_validation; "
                                 "the other questions run)")
+            elif check.unchecked:
+                warnings.append(f"{where}: question {check.question_id!r}: VerifiedField(s) "
+                                f"{', '.join(check.unchecked)} use SemanticMatch, which needs an embedding "
+                                "model: its tasks will fail with field_verification_error")
     return warnings
 
 
@@ -179,11 +190,13 @@ def check_deep_judgment_names(benchmark: Benchmark, config: VerificationConfig) 
 
 @dataclass(frozen=True)
 class TemplateCheck:
-    """Whether a question's template compiles: its ``style`` if so, else the compiler's ``error``."""
+    """Whether a question's template compiles: its ``style`` if so, else the compiler's ``error``.
+    ``unchecked``: its VerifiedFields that cannot be checked (SemanticMatch needs embeddings)."""
 
     question_id: str
     style: str = ""
     error: str | None = None
+    unchecked: tuple[str, ...] = ()
 
 
 def check_templates(questions: Sequence[Question], time_limit: float = DEFAULT_CODE_TIME_LIMIT) -> list[TemplateCheck]:
@@ -206,15 +219,34 @@ async def _check_template(question: Question, time_limit: float) -> TemplateChec
         return TemplateCheck(question.id, error=str(exc))
     except (CodeTimeout, WorkerLost, CodeFailed) as exc:
         return TemplateCheck(question.id, error=f"question {question.id!r}: {exc}")
-    return TemplateCheck(question.id, style=template_style(compiled))
+    unchecked = tuple(n for n, r in compiled.rules.items() if isinstance(r.primitive, SemanticMatch))
+    return TemplateCheck(question.id, style=template_style(compiled), unchecked=unchecked)
 
 
 def template_style(compiled: CompiledTemplate) -> str:
-    """How a template decides: ``Answer: verify() + verify_granular() + regex checks``."""
-    parts = [name for name, used in (("verify()", has_own_verify(compiled.answer_cls)),
-                                     ("verify_granular()", compiled.has_granular),
-                                     ("regex checks", bool(compiled.regex))) if used]
-    return f"{compiled.class_name}: {' + '.join(parts) or 'no checks'}"
+    """How a template decides, e.g. ``Answer: verify() + verify_granular() + regex checks``,
+    ``Answer: VerifiedField (2 fields: ExactMatch, TraceRegex)``, ``Answer: regex-only``,
+    ``Answer: trace-only (1 field: TraceContains)``. Regex-only and trace-only templates make no
+    parse call."""
+    cls, rules = compiled.answer_cls, compiled.rules
+    own_granular = compiled.has_granular and (
+        not rules or getattr(cls, "verify_granular", None) is not BaseAnswer._auto_verify_granular)
+    parts = ["verify()"] if has_own_verify(cls) else []
+    if rules:
+        kind = "VerifiedField" if compiled.field_names else "trace-only"
+        strategy = strategy_of(cls)
+        primitives = ", ".join(type(r.primitive).__name__ for r in rules.values())
+        plural = "s" if len(rules) > 1 else ""
+        described = f"{kind} ({len(rules)} field{plural}: {primitives}"
+        described += f"; {type(strategy).__name__})" if strategy is not None else ")"
+        parts = [f"{parts[0]} over {described}" if parts else described]
+    elif not compiled.field_names and compiled.regex:
+        parts.insert(0, "regex-only")
+    parts += [name for name, used in (("verify_granular()", own_granular),
+                                      ("regex checks", bool(compiled.regex) and "regex-only" not in parts)) if used]
+    unchecked = [n for n, r in rules.items() if isinstance(r.primitive, SemanticMatch)]
+    note = f" (SemanticMatch on {', '.join(unchecked)}: cannot be checked)" if unchecked else ""
+    return f"{compiled.class_name}: {' + '.join(parts) or 'no checks'}{note}"
 
 
 def _run_blocking(coro: Coroutine[Any, Any, T]) -> T:

@@ -35,12 +35,16 @@ class BuiltAnswer(BaseAnswer):
     parsed: dict[str, Any]  # the answer's fields as data (``parsed_llm_response``)
     expected: dict[str, Any] | None = None  # ``self.correct`` after the build
     checks: dict[str, Any] | None = None  # the answer's ``regex`` checks
+    trace: str | None = None  # the answer text, which trace primitives of VerifiedFields read
 
 
 @dataclass(frozen=True)
 class VerifyReply:
     verdict: bool  # the truth value of what verify() returned
     type_name: str  # the type it returned ("bool" for a well-behaved template)
+    fields: dict[str, bool | None]  # each VerifiedField's result (None: left null); empty for other templates
+    scores: dict[str, float | None]  # each VerifiedField's graded score, the detail behind verify_granular()
+    strategy: str | None  # karenina's composition_strategy: all_of, any_of, at_least_n(2); None without one
 
 
 async def compile_template_checked(code: str | None, question_id: str, timeout: float) -> CompiledTemplate:
@@ -56,32 +60,41 @@ async def compile_template_checked(code: str | None, question_id: str, timeout: 
     return await asyncio.to_thread(outline_template, code or "", question_id, probe["ground_truth"], probe["regex"])
 
 
-async def build_answer(compiled: CompiledTemplate, code: str, values: dict[str, Any], timeout: float) -> BuiltAnswer:
+async def build_answer(compiled: CompiledTemplate, code: str, values: dict[str, Any], timeout: float,
+                       trace: str | None = None) -> BuiltAnswer:
     """The strict answer from the judge's values, built in a worker (validators, ``model_post_init``).
-    CodeFailed of kind ``ValidationError`` carries pydantic's error lines."""
+    CodeFailed of kind ``ValidationError`` carries pydantic's error lines. ``trace`` (the answer text)
+    goes with the answer to each later call, for VerifiedFields checked on the text itself."""
     payload = {"code": code, "question_id": compiled.question_id, "values": values}
     found = await shared_pool().call("build", payload, timeout=timeout, what="the template's model_post_init")
     return BuiltAnswer(question_id=compiled.question_id, code=code, values=values, parsed=found["parsed"],
-                       expected=found["ground_truth"], checks=found["regex"])
+                       expected=found["ground_truth"], checks=found["regex"], trace=trace)
 
 
-def _payload(answer: BuiltAnswer) -> dict[str, Any]:
-    return {"code": answer.code, "question_id": answer.question_id, "values": answer.values}
+def _payload(answer: BuiltAnswer, timeout: float) -> dict[str, Any]:
+    # the time limit lets a primitive's pattern fail with its own reason before the worker is killed
+    return {"code": answer.code, "question_id": answer.question_id, "values": answer.values,
+            "trace": answer.trace, "time_limit": timeout}
 
 
 async def run_verify(answer: BuiltAnswer, timeout: float) -> VerifyReply:
-    found = await shared_pool().call("verify", _payload(answer), timeout=timeout, what="the template's verify()")
-    return VerifyReply(verdict=bool(found["verdict"]), type_name=str(found["type"]))
+    found = await shared_pool().call("verify", _payload(answer, timeout), timeout=timeout,
+                                     what="the template's verify()")
+    return VerifyReply(verdict=bool(found["verdict"]), type_name=str(found["type"]),
+                       fields=dict(found.get("fields") or {}), scores=dict(found.get("scores") or {}),
+                       strategy=found.get("strategy"))
 
 
 async def run_granular(answer: BuiltAnswer, timeout: float) -> float:
-    return float(await shared_pool().call("granular", _payload(answer), timeout=timeout, what="verify_granular()"))
+    return float(await shared_pool().call("granular", _payload(answer, timeout), timeout=timeout,
+                                          what="verify_granular()"))
 
 
-async def run_callable(trait: CallableTrait, text: str, timeout: float) -> Verdict:
+async def run_callable(trait: CallableTrait, text: str, timeout: float, *, trusted: bool = False) -> Verdict:
     """The callable trait's verdict on ``text``. A failure of the code itself is a verdict with a
-    reason (as ``eval_callable`` gives); only the time limit raises (CodeTimeout)."""
-    payload = {"trait": trait.model_dump(mode="json"), "text": text}
+    reason (as ``eval_callable`` gives); only the time limit raises (CodeTimeout). ``trusted`` lets
+    the worker unpickle a cloudpickle ``callable_code``; without it a pickle is refused, unrun."""
+    payload = {"trait": trait.model_dump(mode="json"), "text": text, "trusted": trusted}
     try:
         found = await shared_pool().call("callable", payload, timeout=timeout, what="the callable")
     except CodeFailed as exc:

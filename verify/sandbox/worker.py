@@ -5,7 +5,8 @@ A worker serves one request at a time from its socket: ``{"op", "payload"}`` in,
 the code made can run in the run's process when it is read. Templates are compiled here from their
 source by the same allow-listed compiler the run uses (cached, so a worker compiles a template
 once); a template's methods (validators, ``model_post_init``, ``verify()``, ``verify_granular()``)
-and callable traits run only here. Each request builds the answer afresh from the judge's values,
+and callable traits run only here, and only here are pickled callables unpickled (when the run
+trusts the checkpoint). Each request builds the answer afresh from the judge's values,
 so no call sees state another call left behind, whichever worker serves it.
 
 Workers are forked by a *zygote*: this module run as ``python -m verify.sandbox.worker``, a fresh
@@ -35,9 +36,12 @@ from pydantic import ValidationError
 
 from verify.benchmark.traits import CallableTrait
 from verify.errors import validation_lines
-from verify.judging.deterministic import eval_callable
+from verify.judging.deterministic import Verdict, decode_code, eval_callable, is_pickled, score_callable
 from verify.templates.answer_base import BaseAnswer, ground_truth_of, json_safe, parsed_fields
 from verify.templates.compiler import compile_template
+from verify.templates.primitives import DEFAULT_REGEX_LIMIT as DEFAULT_PATTERN_LIMIT
+from verify.templates.primitives import regex_time_limit
+from verify.templates.verified import resolved_ground_truths, strategy_label
 
 WATCH_INTERVAL = 0.5
 """Seconds between the watchdog's checks that the run's process is still there."""
@@ -61,7 +65,15 @@ def failure_of(exc: BaseException) -> dict[str, Any]:
 
 def _answer(payload: dict[str, Any]) -> BaseAnswer:
     compiled = compile_template(payload["code"], payload["question_id"])
-    return compiled.build(payload["values"])
+    answer = compiled.build(payload["values"])
+    answer.set_raw_trace(payload.get("trace"))  # karenina's _raw_trace, for trace primitives
+    return answer
+
+
+def _pattern_limit(payload: dict[str, Any]) -> float:
+    """Half the call's limit per pattern of a primitive: its own located timeout comes first."""
+    limit = payload.get("time_limit")
+    return float(limit) / 2 if isinstance(limit, int | float) and limit > 0 else DEFAULT_PATTERN_LIMIT
 
 
 def _regex_specs(instance: BaseAnswer) -> dict[str, Any] | None:
@@ -77,22 +89,60 @@ def compile_op(payload: dict[str, Any]) -> dict[str, Any]:
 
 def build_op(payload: dict[str, Any]) -> dict[str, Any]:
     instance = _answer(payload)
-    return {"parsed": parsed_fields(instance), "ground_truth": ground_truth_of(instance),
-            "regex": _regex_specs(instance)}
+    expected = ground_truth_of(instance)
+    resolved = json_safe(resolved_ground_truths(type(instance)))  # as karenina: conditional ones too
+    if resolved:
+        expected = {**(expected or {}), **resolved}
+    return {"parsed": parsed_fields(instance), "ground_truth": expected, "regex": _regex_specs(instance)}
 
 
 def verify_op(payload: dict[str, Any]) -> dict[str, Any]:
-    verdict = _answer(payload).verify()
-    return {"verdict": bool(verdict), "type": type(verdict).__name__}
+    with regex_time_limit(_pattern_limit(payload)):
+        answer = _answer(payload)
+        verdict = answer.verify()
+        fields: dict[str, bool | None] = {}
+        scores: dict[str, float | None] = {}
+        if answer._get_verified_fields():
+            try:  # karenina's per-field outcomes: a hand-written verify() may not need them all
+                fields, scores = answer._compute_field_results(), answer._compute_field_scores()
+            except Exception:  # noqa: BLE001
+                fields, scores = {}, {}
+    return {"verdict": bool(verdict), "type": type(verdict).__name__, "fields": fields, "scores": scores,
+            "strategy": strategy_label(type(answer))}
 
 
 def granular_op(payload: dict[str, Any]) -> float:
-    return float(_answer(payload).verify_granular())  # type: ignore[attr-defined]
+    with regex_time_limit(_pattern_limit(payload)):
+        return float(_answer(payload).verify_granular())  # type: ignore[attr-defined]
 
 
 def callable_op(payload: dict[str, Any]) -> dict[str, Any]:
-    verdict = eval_callable(CallableTrait.model_validate(payload["trait"]), payload["text"])
+    trait = CallableTrait.model_validate(payload["trait"])
+    if payload.get("trusted") and is_pickled(trait):
+        verdict = run_pickled(trait, payload["text"])
+    else:
+        verdict = eval_callable(trait, payload["text"])
     return {"score": verdict.score, "label": verdict.label, "reason": verdict.reason}
+
+
+def run_pickled(trait: CallableTrait, text: str) -> Verdict:
+    """Unpickle the trait's function and call it: only here, in a worker, for a trusted checkpoint
+    (the pool's time limit covers the unpickling too, which can run code of its own)."""
+    import cloudpickle  # imported by the workers that unpickle, never by the run
+
+    try:
+        function = cloudpickle.loads(decode_code(trait))
+    except Exception as exc:
+        return Verdict(None, reason=f"callable_code could not be unpickled ({type(exc).__name__}: {exc}); "
+                                    "was it written by another Python version, or does it need a module "
+                                    "that is not installed?")
+    if not callable(function):
+        return Verdict(None, reason=f"callable_code unpickles to {type(function).__name__}, not a function")
+    try:
+        value = function(text)
+    except Exception as exc:
+        return Verdict(None, reason=f"callable failed: {type(exc).__name__}: {exc}")
+    return score_callable(trait, value)
 
 
 def echo_op(payload: dict[str, Any]) -> dict[str, Any]:

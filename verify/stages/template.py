@@ -4,11 +4,15 @@
   broken template fails only that task (category ``template_validation``), with a located message.
 * ``parse_template`` has the judge fill the template's fields (a null-tolerant schema), after
   template deep judgment when ``deep_judgment_mode`` is on, then builds the strict answer. An
-  unusable reply or a required field left null fails the task (category ``parsing``).
-* ``verify_template`` runs ``verify()``, the template's regex checks and ``verify_granular()``. A
-  False verdict becomes the ``content`` failure when the result is finalized (the embedding check
-  may still overturn it); an exception in ``verify()`` is recorded as ``field_verification_error``
-  on that task only.
+  unusable reply or a required field left null fails the task (category ``parsing``); a VerifiedField
+  left null is not a failure here: it is a null result, which does not pass (karenina's semantics).
+  A template with nothing for the judge to fill (karenina's regex-only and trace-only templates)
+  makes no parse call: its answer is built from no values.
+* ``verify_template`` runs ``verify()`` (karenina's automatic one for VerifiedField templates; a
+  regex-only template without one counts as True, as in karenina), the template's regex checks and
+  ``verify_granular()``. A False verdict becomes the ``content`` failure when the result is finalized
+  (the embedding check may still overturn it); an exception in ``verify()`` is recorded as
+  ``field_verification_error`` on that task only.
 
 The template's code runs in a worker process under ``deps.code_time_limit`` per call
 (:mod:`verify.sandbox`); its regex checks run off the event loop under the same limit. Running out
@@ -26,11 +30,18 @@ from typing import TYPE_CHECKING, Any
 from verify.judging.prompts import JudgeInstructions
 from verify.llm.ports import Purpose
 from verify.llm.structured import Check, ask_structured
-from verify.results.models import StageError
-from verify.sandbox.calls import BuiltAnswer, build_answer, compile_template_checked, run_granular, run_verify
+from verify.results.models import StageError, TemplateSection
+from verify.sandbox.calls import (
+    BuiltAnswer,
+    VerifyReply,
+    build_answer,
+    compile_template_checked,
+    run_granular,
+    run_verify,
+)
 from verify.sandbox.pool import CodeFailed, WorkerLost
 from verify.templates import prompts as tp
-from verify.templates.answer_base import check_regex
+from verify.templates.answer_base import check_regex, has_own_verify
 from verify.templates.compiler import CompiledTemplate, TemplateError
 from verify.templates.deep_judgment import DJInput, DJSettings, judge_template
 from verify.templates.time_limit import CodeTimeout
@@ -86,7 +97,8 @@ def parse_check(compiled: CompiledTemplate) -> Check:
     parse with every field null, and the answer would then look wrong when the judge failed.
     """
     names = compiled.field_names
-    required = [n for n in names if compiled.answer_cls.model_fields[n].is_required()]
+    rules = compiled.rules  # a VerifiedField left null is an answer (a null result), not a bad reply
+    required = [n for n in names if compiled.answer_cls.model_fields[n].is_required() and n not in rules]
 
     def check(raw: dict[str, Any], value: Any) -> str | None:
         if not any(name in raw for name in names):
@@ -118,12 +130,15 @@ class ParseTemplate:
         compiled = tpl.compiled
         assert compiled is not None
         question, answer = state.task.question.text, state.answer or ""
+        if not compiled.field_names:  # regex-only or trace-only: nothing to parse, so no judge call
+            await self._build(state, deps, {}, None)
+            return
         instructions = JudgeInstructions.of(state.task.parsing, config)
         reasoning: dict[str, str] | None = None
         if config.deep_judgment_mode != "disabled":
             inp = DJInput(question, answer, compiled, deps.judge, deps.template_search or deps.search, instructions)
             tpl.deep_judgment, reasoning = await judge_template(inp, _dj_settings(config))
-        prompt = tp.parse_prompt(question, answer, compiled.class_name, compiled.fields(),
+        prompt = tp.parse_prompt(question, answer, compiled.class_name, compiled.fields(config.include_extraction_hints),
                                  compiled.relaxed_schema(), reasoning)
         messages = instructions.messages("parsing", prompt, tp.PARSE_SYSTEM)
         reply = await ask_structured(deps.judge, messages, compiled.relaxed_cls,
@@ -136,21 +151,27 @@ class ParseTemplate:
         if reply.value is None:
             self._fail(state, f"judge reply unusable after {reply.attempts} attempt(s): {reply.error}", reply.raw_text)
             return
-        values: dict[str, Any] = reply.value.model_dump()
+        await self._build(state, deps, reply.value.model_dump(), reply.raw_text)
+
+    async def _build(self, state: TaskState, deps: Deps, values: dict[str, Any], raw: str | None) -> None:
+        tpl, compiled = state.template, state.template.compiled
+        assert compiled is not None
         code = state.task.question.template_code or ""
         try:
-            built = await build_answer(compiled, code, values, deps.code_time_limit)
+            built = await build_answer(compiled, code, values, deps.code_time_limit, trace=state.answer or "")
         except CodeFailed as exc:
             if exc.kind == "ValidationError":
-                nulls = [k for k, v in values.items() if v is None and compiled.answer_cls.model_fields[k].is_required()]
+                rules = compiled.rules  # a VerifiedField left null does not fail the build
+                nulls = [k for k, v in values.items() if v is None and k not in rules
+                         and compiled.answer_cls.model_fields[k].is_required()]
                 why = (f"the judge left required field(s) null: {', '.join(nulls)}" if nulls
                        else f"parsed values do not fit the template: {'; '.join(exc.lines)}")
             else:  # the template's own model_post_init raised on these values
                 why = f"the template raised while building the answer: {exc}"
-            self._fail(state, why, reply.raw_text)
+            self._fail(state, why, raw)
             return
         except (CodeTimeout, WorkerLost) as exc:
-            self._fail(state, f"the template raised while building the answer: {described(exc)}", reply.raw_text)
+            self._fail(state, f"the template raised while building the answer: {described(exc)}", raw)
             return
         tpl.instance = built
         tpl.section.parsed_llm_response = built.parsed
@@ -158,13 +179,28 @@ class ParseTemplate:
         if tpl.deep_judgment is not None:
             tpl.deep_judgment.deep_judgment_stages_completed.append("parameters")
 
-    def _fail(self, state: TaskState, reason: str, raw: str) -> None:
-        state.warnings.append(f"parse_template: judge reply was: {raw[:300]}")
+    def _fail(self, state: TaskState, reason: str, raw: str | None) -> None:
+        if raw is not None:
+            state.warnings.append(f"parse_template: judge reply was: {raw[:300]}")
         state.fail("parsing", self.name, reason, "system")
 
 
 def _short(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)[:160]
+
+
+def _record_fields(sec: TemplateSection, verdict: VerifyReply) -> None:
+    """karenina's per-field outcomes of a VerifiedField template."""
+    sec.field_results, sec.field_scores = verdict.fields or None, verdict.scores or None
+    sec.composition_strategy = verdict.strategy
+
+
+def _field_problems(fields: dict[str, bool | None]) -> str:
+    """Which VerifiedFields did not pass (failed, or left null by the judge), as a reason's prefix."""
+    failed = [n for n, ok in fields.items() if ok is False]
+    nulls = [n for n, ok in fields.items() if ok is None]
+    return (f"VerifiedFields failed: {', '.join(failed)}; " if failed else "") + (
+        f"left null by the judge: {', '.join(nulls)}; " if nulls else "")
 
 
 def described(exc: Exception) -> str:
@@ -189,15 +225,20 @@ class VerifyTemplate:
         assert isinstance(built, BuiltAnswer) and compiled is not None
         sec.template_verification_performed = True
         field_ok: bool | None
-        try:
-            verdict = await run_verify(built, limit)
-        except Exception as exc:
-            field_ok = None
-            sec.field_verification_error = described(exc)[:500]
+        fields: dict[str, bool | None] = {}
+        if not has_own_verify(compiled.answer_cls) and not compiled.rules:
+            field_ok = True  # a regex-only template: its regex checks decide (karenina's regex-only path)
         else:
-            if verdict.type_name != "bool":
-                state.warnings.append(f"verify() returned {verdict.type_name}, not bool; using its truth value")
-            field_ok = verdict.verdict
+            try:
+                verdict = await run_verify(built, limit)
+            except Exception as exc:
+                field_ok = None
+                sec.field_verification_error = described(exc)[:500]
+            else:
+                if verdict.type_name != "bool":
+                    state.warnings.append(f"verify() returned {verdict.type_name}, not bool; using its truth value")
+                field_ok, fields = verdict.verdict, verdict.fields
+                _record_fields(sec, verdict)
         tpl.field_verification_result = field_ok
         where = f"question {state.task.question.id}"
         regex = await asyncio.to_thread(check_regex, built.checks, state.answer or "", timeout=limit, where=where)
@@ -228,8 +269,8 @@ class VerifyTemplate:
         if not sec.verify_result:
             problems = []
             if not field_ok:
-                problems.append(f"verify() returned False (parsed {_short(sec.parsed_llm_response)}; "
-                                f"expected {_short(sec.parsed_gt_response)})")
+                problems.append(f"verify() returned False ({_field_problems(fields)}parsed "
+                                f"{_short(sec.parsed_llm_response)}; expected {_short(sec.parsed_gt_response)})")
             if failed:
                 problems.append(f"regex check(s) failed: {', '.join(failed)}")
             tpl.verify_reason = "; ".join(problems)

@@ -10,6 +10,12 @@ karenina's match types ``exact | contains | count | all``.
 Regex checks keep ``re``'s semantics but match with the ``regex`` package (its default V0 syntax is
 ``re``'s), for its ``timeout``: a pattern that backtracks for hours on one answer fails that check,
 with a located reason, instead of freezing the run.
+
+VerifiedField templates (:mod:`verify.templates.verified`) behave as in karenina: without a
+``verify()`` or ``verify_granular()`` of their own they get the automatic ones, ``self.correct`` is
+filled from the fields' ground truths, and the schema never shows the ``__verification__`` metadata.
+Trace primitives read the answer text given with :meth:`BaseAnswer.set_raw_trace` (karenina's
+``_raw_trace``); fields the judge left null are named with :meth:`BaseAnswer.set_null_fields`.
 """
 
 from __future__ import annotations
@@ -20,7 +26,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import regex as regex_engine
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from verify.templates.verified import (
+    VerificationMeta,
+    auto_granular,
+    auto_verify,
+    field_outcomes,
+    field_rules,
+    ground_truths,
+    strip_meta,
+    trace_fields,
+)
 
 # Never shown to the judge nor reported as parsed values.
 EXCLUDED_FIELDS = frozenset({"id", "correct", "regex"})
@@ -38,15 +55,69 @@ class BaseAnswer(BaseModel):
     model_config = ConfigDict(extra="allow", ignored_types=(dict,))
 
     id: str | None = None
+    _raw_trace: str | None = PrivateAttr(default=None)  # the answer text, for trace primitives
+    _null_fields: frozenset[str] = PrivateAttr(default=frozenset())  # VerifiedFields the judge left null
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Give a VerifiedField template karenina's verify() and verify_granular() unless a class
+        between it and BaseAnswer defines its own."""
+        super().__pydantic_init_subclass__(**kwargs)
+        if not field_rules(cls):
+            return
+        own = {name for klass in cls.__mro__[: cls.__mro__.index(BaseAnswer)] for name in vars(klass)}
+        if "verify" not in own:
+            cls.verify = BaseAnswer._auto_verify  # type: ignore[method-assign]
+        if "verify_granular" not in own:
+            cls.verify_granular = BaseAnswer._auto_verify_granular  # type: ignore[attr-defined]
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """pydantic's schema without the ground truth of VerifiedFields, wherever it is nested."""
+        schema: dict[str, Any] = strip_meta(super().model_json_schema(*args, **kwargs))
+        return schema
 
     def model_post_init(self, __context: Any) -> None:
-        """Run ``ground_truth()`` when the template defines it instead of ``model_post_init``."""
+        """Run ``ground_truth()`` when the template defines it instead of ``model_post_init``; else a
+        VerifiedField template's ``self.correct`` is its fields' ground truths."""
         ground_truth = getattr(type(self), "ground_truth", None)
         if callable(ground_truth):
             ground_truth(self)
+        elif getattr(self, "correct", None) is None and field_rules(type(self)):
+            self.correct = ground_truths(type(self))
 
     def verify(self) -> bool:
         raise NotImplementedError("the template defines no verify() method")
+
+    def set_raw_trace(self, text: str | None) -> None:
+        self._raw_trace = text
+
+    def set_null_fields(self, names: frozenset[str]) -> None:
+        self._null_fields = frozenset(names)
+
+    # karenina's names for the VerifiedField machinery, which hand-written verify() methods may call
+    @classmethod
+    def _get_verified_fields(cls) -> dict[str, VerificationMeta]:
+        return {name: rule.meta for name, rule in field_rules(cls).items()}
+
+    def _compute_field_results(self) -> dict[str, bool | None]:
+        return field_outcomes(self, self._raw_trace, self._null_fields).results
+
+    def _compute_field_scores(self) -> dict[str, float | None]:
+        return field_outcomes(self, self._raw_trace, self._null_fields).scores
+
+    def _get_resolved_ground_truths(self) -> dict[str, Any]:
+        return field_outcomes(self, self._raw_trace, self._null_fields).expected
+
+    def _auto_verify(self) -> bool:
+        if not field_rules(type(self)):
+            raise NotImplementedError("no VerifiedField fields: a classic template defines verify() itself")
+        return auto_verify(self, self._raw_trace, self._null_fields)
+
+    def _auto_verify_granular(self) -> float:
+        if not field_rules(type(self)):
+            raise NotImplementedError("no VerifiedField fields: a classic template defines verify_granular() itself")
+        return auto_granular(self, self._raw_trace, self._null_fields)
 
     def set_question_id(self, question_id: str) -> None:
         self.id = question_id
@@ -139,7 +210,12 @@ def check_regex(specs: Any, text: str, *, timeout: float | None = None, where: s
 
 
 def has_own_verify(cls: type[BaseAnswer]) -> bool:
-    return cls.verify is not BaseAnswer.verify
+    """Whether the template wrote a ``verify()`` (karenina's automatic one does not count)."""
+    return cls.verify is not BaseAnswer.verify and cls.verify is not BaseAnswer._auto_verify
+
+
+def uses_auto_verify(cls: type[BaseAnswer]) -> bool:
+    return cls.verify is BaseAnswer._auto_verify
 
 
 def has_granular(cls: type[BaseAnswer]) -> bool:
@@ -152,11 +228,13 @@ def json_safe(value: Any) -> Any:
 
 
 def parsed_fields(instance: BaseAnswer) -> dict[str, Any]:
-    """The parsed values of an answer (fields and extras), without ``id``, ``correct`` and ``regex``."""
+    """The parsed values of an answer (fields and extras), without ``id``, ``correct``, ``regex`` and
+    the trace fields of a VerifiedField template (the judge never fills those)."""
+    excluded = set(EXCLUDED_FIELDS) | set(trace_fields(type(instance)))
     try:
-        data = instance.model_dump(mode="json", exclude=set(EXCLUDED_FIELDS))
+        data = instance.model_dump(mode="json", exclude=excluded)
     except Exception:  # an odd extra attribute set by the template
-        data = json_safe(instance.model_dump(exclude=set(EXCLUDED_FIELDS)))
+        data = json_safe(instance.model_dump(exclude=excluded))
     return dict(data)
 
 

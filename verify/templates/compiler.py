@@ -11,9 +11,11 @@ run only in a worker process under a time limit (:mod:`verify.sandbox`, which ca
 :func:`compile_template`); the run's own process builds the classes with :func:`outline_template`,
 for their schemas, once a worker compiled the same source in time.
 
-karenina's modules (``karenina.schemas.entities``, ``karenina.schemas.domain``, ...) map to
-:mod:`verify.templates.answer_base`, and karenina's pre-seeded names (``BaseAnswer``, ``Field``, ``List``,
-``Dict``, ``Optional``, ``Union``, ``Any``, ``Literal``) are available without an import.
+karenina's modules (``karenina.schemas.entities``, ``karenina.schemas.primitives``, ...) map to verify's
+implementations, and karenina's pre-seeded names (``BaseAnswer``, ``Field``, the typing names,
+``VerifiedField`` and its primitives) are available without an import (:mod:`verify.templates.namespace`).
+A VerifiedField template needs no ``verify()``; the judge sees neither its ground truth nor its
+trace fields (those read the answer text itself).
 """
 
 from __future__ import annotations
@@ -25,12 +27,11 @@ import json
 import re
 import traceback
 import types
-import typing
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, ClassVar, Literal, Optional, Union
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel
 
 from verify.templates.answer_base import (
     EXCLUDED_FIELDS,
@@ -40,17 +41,16 @@ from verify.templates.answer_base import (
     has_granular,
     has_own_verify,
 )
+from verify.templates.composition import named_fields, strategy_of
+from verify.templates.namespace import COMPAT, IMPORTABLE, PRESEEDED, provides
+from verify.templates.schema import judge_schema_text, lenient_class, relaxed_class, schema_text
+from verify.templates.verified import FieldRule, field_rules
 
 ALLOWED_MODULES = (
     "__future__", "pydantic", "typing", "typing_extensions", "re", "math", "datetime", "decimal",
     "enum", "dataclasses", "fractions", "statistics",
 )
 KARENINA_PREFIX = "karenina"
-PRESEEDED: dict[str, Any] = {
-    "BaseAnswer": BaseAnswer, "Field": Field, "List": typing.List, "Dict": typing.Dict,  # noqa: UP006 - karenina's names "Optional": Optional,
-    "Union": Union, "Any": Any, "Literal": Literal, "ClassVar": ClassVar,
-}
-_COMPAT_PARTS = {"schemas", "entities", "domain", "answer_class", "answer", "base", "verification"}
 _FORBIDDEN_NAMES = {
     "open", "eval", "exec", "compile", "input", "globals", "locals", "vars", "breakpoint", "help",
     "memoryview", "exit", "quit", "__import__", "__builtins__", "__loader__", "__spec__",
@@ -114,28 +114,13 @@ class _ModuleProxy:
         raise AttributeError("templates may not modify modules")
 
 
-class _CompatModule:
-    """karenina's modules: every ``karenina.*`` path offers the compatibility names."""
-
-    def __getattr__(self, name: str) -> Any:
-        if name in PRESEEDED:
-            return PRESEEDED[name]
-        if name in _COMPAT_PARTS:
-            return self
-        raise AttributeError(f"verify's karenina compatibility layer has no {name!r} "
-                             f"(available: {', '.join(sorted(PRESEEDED))})")
-
-
-_COMPAT = _CompatModule()
-
-
 def _guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
     if level:
         raise ImportError("templates may not use relative imports")
     if not _allowed(name):
         raise ImportError(f"templates may not import {name!r}; allowed: {', '.join(ALLOWED_MODULES)}, karenina.*")
     if _is_karenina(name):
-        return _COMPAT
+        return COMPAT
     module = importlib.import_module(name if fromlist else name.split(".")[0])
     return _ModuleProxy(module)
 
@@ -194,9 +179,9 @@ class _Checker(ast.NodeVisitor):
         for alias in node.names:
             if alias.name == "*":
                 self._bad(node, f"uses 'from {module} import *'; import names explicitly")
-            elif _is_karenina(module) and alias.name not in PRESEEDED and alias.name not in _COMPAT_PARTS:
+            elif _is_karenina(module) and not provides(alias.name):
                 self._bad(node, f"imports {alias.name!r} from {module!r}, which verify does not provide "
-                                f"(available: {', '.join(sorted(PRESEEDED))})")
+                                f"(available: {', '.join(sorted(IMPORTABLE))})")
         self.generic_visit(node)
 
     def visit_alias(self, node: ast.alias) -> None:
@@ -270,62 +255,55 @@ class CompiledTemplate:
         return has_granular(self.answer_cls)
 
     @property
-    def field_names(self) -> list[str]:
-        return [n for n in self.answer_cls.model_fields if n not in EXCLUDED_FIELDS]
+    def rules(self) -> dict[str, FieldRule]:
+        """The template's VerifiedFields (empty for a classic template)."""
+        return field_rules(self.answer_cls)
 
-    def fields(self) -> list[FieldSpec]:
+    @property
+    def field_names(self) -> list[str]:
+        """The fields the judge fills (not ``id``, ``correct``, ``regex``, nor trace fields)."""
+        rules = self.rules
+        return [n for n in self.answer_cls.model_fields
+                if n not in EXCLUDED_FIELDS and not (n in rules and rules[n].is_trace)]
+
+    def fields(self, hints: bool = True) -> list[FieldSpec]:
+        """The fields the judge fills; a VerifiedField's ``extraction_hint`` joins its description
+        (karenina gives the judge these hints unless ``include_extraction_hints`` is off)."""
         schema = self.judge_schema()
         props = schema.get("properties", {})
+        rules = self.rules
         out = []
         for name in self.field_names:
             info = self.answer_cls.model_fields[name]
             prop = props.get(name, {})
             kind = prop.get("type") or " | ".join(str(p.get("type", "object")) for p in prop.get("anyOf", [])) or "object"
-            out.append(FieldSpec(name, str(kind), info.description or info.title or name.replace("_", " ")))
+            text = info.description or info.title or name.replace("_", " ")
+            hint = rules[name].meta.extraction_hint if name in rules else None
+            out.append(FieldSpec(name, str(kind), f"{text} (extraction hint: {hint})" if hints and hint else text))
         return out
 
     def judge_schema(self) -> dict[str, Any]:
-        """The strict JSON schema shown to the judge (no ``id``, ``correct`` or ``regex``)."""
-        return dict(json.loads(_judge_schema_text(self.answer_cls)))
+        """The strict JSON schema shown to the judge (no ``id``, ``correct``, ``regex``, ground truth
+        or trace field)."""
+        return dict(json.loads(judge_schema_text(self.answer_cls)))
 
     def relaxed_schema(self) -> dict[str, Any]:
         """The null-tolerant schema used for parsing (what ``ask_structured`` sends)."""
-        return dict(json.loads(_schema_text(self.relaxed_cls)))
+        return dict(json.loads(schema_text(self.relaxed_cls)))
 
     def build(self, values: dict[str, Any]) -> BaseAnswer:
-        """The strict answer from parsed values, question id injected; raises ValidationError."""
+        """The answer from parsed values, question id injected; raises ValidationError. A VerifiedField
+        the judge left null stays None (a null result, as in karenina) and trace fields are not parsed."""
         data = {k: v for k, v in values.items() if k in self.answer_cls.model_fields and k not in EXCLUDED_FIELDS}
-        return self.answer_cls(**data, id=self.question_id)
-
-
-@lru_cache(maxsize=512)
-def _schema_text(cls: type[BaseModel]) -> str:
-    return json.dumps(cls.model_json_schema())
-
-
-@lru_cache(maxsize=512)
-def _judge_schema_text(cls: type[BaseModel]) -> str:
-    schema = cls.model_json_schema()
-    for key in EXCLUDED_FIELDS:
-        schema.get("properties", {}).pop(key, None)
-    schema["required"] = [r for r in schema.get("required", []) if r not in EXCLUDED_FIELDS]
-    if not schema["required"]:
-        schema.pop("required")
-    schema.pop("additionalProperties", None)
-    return json.dumps(schema)
-
-
-@lru_cache(maxsize=512)
-def _relaxed(cls: type[BaseAnswer]) -> type[BaseModel]:
-    fields: dict[str, Any] = {}
-    for name, info in cls.model_fields.items():
-        if name in EXCLUDED_FIELDS:
-            continue
-        fields[name] = (Optional[info.annotation], Field(default=None, description=info.description))  # noqa: UP045
-    model: type[BaseModel] = create_model(
-        cls.__name__, __config__=ConfigDict(extra="ignore"), **fields
-    )
-    return model
+        rules = self.rules
+        nulls = frozenset(n for n, r in rules.items() if not r.is_trace and data.get(n) is None)
+        missing = nulls | {n for n, r in rules.items() if r.is_trace}
+        if not missing:
+            return self.answer_cls(**data, id=self.question_id)
+        cls = lenient_class(self.answer_cls, frozenset(missing))
+        answer = cls(**{k: v for k, v in data.items() if k not in missing}, id=self.question_id)
+        answer.set_null_fields(nulls)
+        return answer
 
 
 def _leaf(namespace: dict[str, Any]) -> type[BaseAnswer] | None:
@@ -350,11 +328,8 @@ def _execute(code: str, question_id: str) -> dict[str, Any]:
     try:
         exec(compile(tree, filename, "exec"), namespace)  # noqa: S102 - the point of this module
     except Exception as exc:
-        hint = ""
-        if isinstance(exc, NameError) and "Verified" in str(exc):
-            hint = " (VerifiedField templates are not supported yet; write verify() instead)"
         raise TemplateError(
-            f"question {question_id!r}: {_exec_line(exc, filename)}{type(exc).__name__}: {exc}{hint}"[:600]
+            f"question {question_id!r}: {_exec_line(exc, filename)}{type(exc).__name__}: {exc}"[:600]
         ) from None
     for value in list(namespace.values()):
         # string annotations (from __future__ import annotations) resolve in the template's namespace
@@ -381,9 +356,14 @@ def _validate(cls: type[BaseAnswer], question_id: str) -> CompiledTemplate:
     if correct is not None and not isinstance(correct, dict):
         raise TemplateError(f"{where}: self.correct must be a dict, got {type(correct).__name__}")
     regex = regex_attr or (getattr(probe, "regex", None) if isinstance(getattr(probe, "regex", None), dict) else None)
-    if not has_own_verify(cls) and not regex:
-        raise TemplateError(f"{where} defines no verify() method (and no regex checks)")
-    return CompiledTemplate(question_id, cls, _relaxed(cls), ground_truth_of(probe), regex)
+    rules = field_rules(cls)
+    if not has_own_verify(cls) and not regex and not rules:
+        raise TemplateError(f"{where} defines no verify() method (and no regex checks or VerifiedFields)")
+    unknown = [n for n in named_fields(strategy_of(cls)) if n not in rules]
+    if rules and unknown:
+        raise TemplateError(f"{where}: its VerificationStrategy names {unknown[0]!r}, which is not one of its "
+                            f"VerifiedFields ({', '.join(rules)})")
+    return CompiledTemplate(question_id, cls, relaxed_class(cls), ground_truth_of(probe), regex)
 
 
 @lru_cache(maxsize=512)
@@ -412,4 +392,4 @@ def outline_template(code: str, question_id: str, ground_truth: dict[str, Any] |
     """The template's classes, built without running any of its methods: the ground truth and the
     regex checks come from the worker that compiled the same source (:func:`compile_template`)."""
     cls = _answer_class(code, question_id)
-    return CompiledTemplate(question_id, cls, _relaxed(cls), ground_truth, regex)
+    return CompiledTemplate(question_id, cls, relaxed_class(cls), ground_truth, regex)
