@@ -91,9 +91,9 @@ def test_multi_question_fixture() -> None:
     assert bench.global_rubric is not None
     (completeness,) = bench.global_rubric.traits
     assert isinstance(completeness, CallableTrait)
-    # no kind property: inferred from the 5/1 bounds like an LLM trait (karenina would say boolean)
+    # no kind property: boolean whatever the 5/1 bounds say, as karenina reads it
     assert (completeness.name, completeness.callable_code) == ("Completeness", None)
-    assert (completeness.kind, completeness.min_score, completeness.max_score) == ("score", 1, 5)
+    assert (completeness.kind, completeness.min_score, completeness.max_score) == ("boolean", None, None)
     mq004 = bench.question("urn:karenina:test:mq004")
     assert mq004.rubric is not None
     (case,) = mq004.rubric.traits
@@ -445,10 +445,9 @@ def test_duplicate_trait_names() -> None:
         rating("HasNumbers", "karenina:QuestionSpecificRubricTrait"),
     ]
     problems = problems_of(data)
-    assert problems == [
+    assert problems == [  # a name shared with the global rubric loads (as in karenina): a warning, not here
         "global trait 'Clarity': duplicate trait name; trait names must be unique",
         "question 'urn:karenina:test:rq002' / trait 'Twice': duplicate trait name; trait names must be unique",
-        "question 'urn:karenina:test:rq002' / trait 'HasNumbers': also defined in the global rubric; rename one",
     ]
 
 
@@ -478,10 +477,6 @@ def test_duplicate_trait_names() -> None:
         (
             rating("d", "karenina:GlobalDynamicRubricTrait", {"dynamic_trait_type": "magic"}),
             "global trait 'd': dynamic_trait_type 'magic' is not one of llm, regex, callable, metric, agentic",
-        ),
-        (
-            rating("s", "karenina:GlobalRubricTrait", best=4.5),
-            "global trait 's': bestRating 4.5 is not a whole number",
         ),
         (
             {**rating("n", "karenina:GlobalRegexTrait"), "bestRating": None},

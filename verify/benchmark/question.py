@@ -212,7 +212,9 @@ def decode_question(
             warn_similar_names(group, label, problems, folded)
     for trait in ratings.traits:
         if trait.name in global_names:
-            problems.add(f"{label} / trait {trait.name!r}", "also defined in the global rubric; rename one")
+            # karenina loads this too, and refuses it only when it evaluates the rubric: so does the run
+            problems.warn(f"{label} / trait {trait.name!r}", "also defined in the global rubric, so runs that "
+                          "evaluate rubrics refuse this question (as karenina does); rename one")
     meta = _metadata(item.get("additionalProperty"), where, problems)
     extra_item_keys = {k: v for k, v in item.items() if k not in _ITEM_KEYS}
     extra_feed_keys = {k: v for k, v in entry.items() if k not in _FEED_KEYS}

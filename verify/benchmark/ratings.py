@@ -39,6 +39,7 @@ _DJ_FLAGS = ("deep_judgment_enabled", "deep_judgment_excerpt_enabled", "deep_jud
 _DJ_OPTIONAL = ("deep_judgment_max_excerpts", "deep_judgment_fuzzy_match_threshold",
                 "deep_judgment_excerpt_retry_attempts")
 _COMMON = {"higher_is_better", "summary"}
+_CALLABLE_DEFAULTS: dict[str, Any] = {"kind": "boolean", "invert_result": False, "higher_is_better": True}
 # Property names each family interprets (agentic keeps every property); others go to extra_properties.
 _KNOWN_PROPS: dict[str, frozenset[str]] = {
     "llm": frozenset({*_COMMON, *_DJ_FLAGS, *_DJ_OPTIONAL, "min_score", "max_score", "kind", "classes",
@@ -225,14 +226,18 @@ def _as_is(values: dict[str, Any], bounds: _Bounds, where: str, problems: Proble
     return values
 
 
-def _fill_scores(values: dict[str, Any], bounds: _Bounds, where: str, problems: Problems) -> None:
-    """Score kinds: min/max score default to the rating bounds when the properties lack them."""
-    pairs = (("min_score", bounds.worst, "worstRating"), ("max_score", bounds.best, "bestRating"))
-    for key, bound, label in pairs:
-        if key not in values:
-            if not bound.is_integer():
-                problems.add(where, f"{label} {bound} is not a whole number")
-            values[key] = int(bound)
+def _karenina_range(values: dict[str, Any], bounds: _Bounds, where: str, problems: Problems, lo: Any, hi: Any) -> None:
+    """min/max_score left out (or null) are ``lo``/``hi`` (LLM: 1-5; callable: None, unchecked) as karenina
+    reads them: a rating's bounds are no range. A warning says so when the bounds meant another one."""
+    for key in [k for k in ("min_score", "max_score") if k in values and values[k] is None]:
+        del values[key]
+    lo, hi = values.get("min_score", lo), values.get("max_score", hi)
+    used = "not range-checked" if lo is None and hi is None else f"ranged {lo}-{hi}"
+    if len(values.keys() & {"min_score", "max_score"}) < 2 and (bounds.worst, bounds.best) != (
+            (1.0, 5.0) if lo is None and hi is None else (lo, hi)):
+        problems.warn(where, f"worstRating/bestRating say {bounds.worst:g}-{bounds.best:g}, but without min_score/"
+                             f"max_score the score is {used} (as karenina reads it); add both properties to keep "
+                             "the bounds' range")
 
 
 def _check_kind(kind: Any, where: str, problems: Problems) -> bool:
@@ -262,7 +267,7 @@ def _llm_fields(values: dict[str, Any], bounds: _Bounds, where: str, problems: P
     else:
         values["kind"] = kind
         if kind == "score":
-            _fill_scores(values, bounds, where, problems)
+            _karenina_range(values, bounds, where, problems, 1, 5)
     return values
 
 
@@ -274,10 +279,11 @@ def _callable_fields(
             base64.b64decode(values["callable_code"], validate=True)
         except (binascii.Error, TypeError, ValueError):
             problems.add(where, "callable_code is not valid base64")
-    if values.get("kind") is None:  # infer as for LLM traits (karenina always says boolean)
-        values["kind"] = "boolean" if bounds == (1.0, 0.0) else "score"
+    if values.get("kind") is None:  # karenina says boolean, whatever the bounds; kept to write it back as it was
+        values["kindless"] = (bounds.best, bounds.worst, tuple(k for k in _CALLABLE_DEFAULTS if k not in values))
+        values["kind"] = "boolean"
     if values["kind"] == "score":
-        _fill_scores(values, bounds, where, problems)
+        _karenina_range(values, bounds, where, problems, None, None)
     return values
 
 
@@ -293,9 +299,7 @@ def _metric_fields(values: dict[str, Any], bounds: _Bounds, where: str, problems
 def _agentic_fields(
     values: dict[str, Any], bounds: _Bounds, where: str, problems: Problems
 ) -> dict[str, Any]:
-    kind = values.get("kind", "boolean")
-    if _check_kind(kind, where, problems) and kind in ("score", "literal"):
-        _fill_scores(values, bounds, where, problems)  # keep the bounds when no properties carry them
+    _check_kind(values.get("kind", "boolean"), where, problems)  # kept verbatim: karenina's 1-5 default applies
     return {"properties": values}
 
 
@@ -342,6 +346,10 @@ def _encode_callable(trait: CallableTrait) -> tuple[str, tuple[float, float], li
         props.append(("callable_code", trait.callable_code))
     props += [("kind", trait.kind), ("invert_result", trait.invert_result),
               ("higher_is_better", trait.higher_is_better)]
+    kept = trait.kindless if trait.kind == "boolean" else None
+    if kept is not None:  # read without a kind: as it was, but for what changed since
+        props = [(k, v) for k, v in props if k not in kept.absent or v != _CALLABLE_DEFAULTS[k]]
+        return "CallableTrait", (kept.best, kept.worst), props
     bounds = (1.0, 0.0)
     if trait.kind == "score":
         props += [(k, getattr(trait, k)) for k in ("min_score", "max_score") if getattr(trait, k) is not None]

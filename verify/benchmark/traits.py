@@ -7,7 +7,7 @@ only; evaluation lives in ``verify.stages.rubric`` and ``verify.judging.deep_jud
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -99,8 +99,20 @@ class RegexTrait(_Trait):
         return value
 
 
+class KindlessRating(NamedTuple):
+    """How a callable's rating was stored when it had no ``kind`` property: its bounds, and the
+    properties with defaults it lacked. karenina reads such a rating as boolean whatever its bounds
+    say; verify does too, and writes it back as it was while the trait stays boolean."""
+
+    best: float
+    worst: float
+    absent: tuple[str, ...]
+
+
 class CallableTrait(_Trait):
-    """A Python function ``f(text)`` stored as base64 in the checkpoint (source text, not pickle)."""
+    """A Python function ``f(text)`` stored as base64 in the checkpoint: its source text, or a
+    cloudpickle of it (what karenina writes; run only when the run trusts the checkpoint). A score
+    bound left unset is not checked, as in karenina."""
 
     trait_type: Literal["callable"] = "callable"
     callable_code: str | None = None
@@ -110,6 +122,8 @@ class CallableTrait(_Trait):
     classes: dict[str, str] | None = None
     invert_result: bool = False
     higher_is_better: bool | None = True
+    kindless: KindlessRating | None = Field(default=None, exclude=True, repr=False,
+                                            description="Set when read from a rating without 'kind'.")
 
 
 MetricName = Literal["precision", "recall", "specificity", "accuracy", "f1"]
@@ -187,14 +201,16 @@ class Rubric(BaseModel):
 
 
 def merge_rubrics(global_rubric: Rubric | None, question_rubric: Rubric | None) -> tuple[Rubric, dict[str, Provenance]]:
-    """Global traits first, then question traits; a name in both is an error (as in karenina)."""
+    """Global traits first, then question traits; a name in both is an error, as in karenina, which
+    loads such a checkpoint but refuses to run its rubric (of the same trait type or not)."""
     traits: list[Any] = []
     provenance: dict[str, Provenance] = {}
     for source, rubric in (("global", global_rubric), ("question_specific", question_rubric)):
         for trait in (rubric.traits if rubric else []):
             if trait.name in provenance:
                 raise ValueError(
-                    f"trait {trait.name!r} is defined both globally and for the question; rename one"
+                    f"trait {trait.name!r} is defined both globally and for the question (karenina refuses "
+                    "this too); rename one, or run with evaluation_mode template_only"
                 )
             provenance[trait.name] = source  # type: ignore[assignment]
             traits.append(trait)

@@ -1,10 +1,13 @@
 """Deterministic trait evaluation: regex traits, callable traits, confusion-matrix metrics.
 
-Callable traits run Python code from the checkpoint. verify accepts base64 of *source text* (a
-function ``f(text)``) and refuses cloudpickle payloads: unpickling runs arbitrary code on load and
-is tied to the Python version that wrote it. A refused or failing callable is ``unscored`` with
-the reason. :func:`eval_callable` runs the code where it is called: the run calls it in a worker
-process, under a time limit (``verify.sandbox.calls.run_callable``).
+Callable traits run Python code from the checkpoint, stored as base64 of either *source text* (a
+function ``f(text)``, compiled with an allow-list) or a cloudpickle of the function (the only form
+karenina writes). Unpickling runs arbitrary code on load, so a pickled callable runs only when the
+run trusts the checkpoint (``trust_checkpoint_code``), and then only in a worker process
+(``verify.sandbox.worker``); untrusted, it is skipped and counted as not judged. A failing callable
+is ``unscored`` with the reason. :func:`eval_callable` runs source text where it is called: the run
+calls it in a worker, under a time limit (``verify.sandbox.calls.run_callable``). Values are scored
+as karenina's ``CallableRubricTrait.evaluate`` scores them (:func:`score_callable`).
 
 Regex traits keep ``re``'s semantics but match with the ``regex`` package (its default V0 syntax is
 ``re``'s), for its ``timeout``: a pattern that backtracks for hours raises :class:`CodeTimeout`.
@@ -15,6 +18,7 @@ from __future__ import annotations
 import ast
 import base64
 import binascii
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,19 +63,37 @@ _SAFE_BUILTINS = {
 _ALLOWED_IMPORTS = {"re", "math", "string", "collections", "statistics", "json", "itertools"}
 
 
-def load_callable(trait: CallableTrait) -> Callable[[str], Any]:
-    """Decode and compile the trait's function; raises ValueError with a clear reason."""
+UNTRUSTED = (
+    "not run: callable_code is a cloudpickle (karenina's format), and unpickling runs arbitrary code "
+    "from the checkpoint; rerun with --trust-checkpoint-code if you trust this checkpoint"
+)
+"""Why a pickled callable is skipped when the run does not trust the checkpoint, and the fix."""
+
+
+def decode_code(trait: CallableTrait) -> bytes:
+    """The trait's ``callable_code`` as bytes; raises ValueError with a clear reason."""
     if not trait.callable_code:
         raise ValueError("the trait has no callable_code")
     try:
-        raw = base64.b64decode(trait.callable_code, validate=False)
+        return base64.b64decode(trait.callable_code, validate=False)
     except (binascii.Error, ValueError) as exc:
         raise ValueError(f"callable_code is not base64: {exc}") from None
+
+
+def is_pickled(trait: CallableTrait) -> bool:
+    """Whether ``callable_code`` holds a pickle (protocol 2 or later, as cloudpickle writes)."""
+    try:
+        return decode_code(trait)[:1] == b"\x80"
+    except ValueError:
+        return False
+
+
+def load_callable(trait: CallableTrait) -> Callable[[str], Any]:
+    """Decode and compile the trait's source-text function; raises ValueError with a clear reason.
+    A pickle is refused here: only a worker unpickles, and only for a trusted checkpoint."""
+    raw = decode_code(trait)
     if raw[:1] == b"\x80":
-        raise ValueError(
-            "callable_code is a cloudpickle payload; verify does not unpickle code from files. "
-            "Store base64 of the function's source instead"
-        )
+        raise ValueError(UNTRUSTED.removeprefix("not run: "))
     try:
         source = raw.decode("utf-8")
         tree = ast.parse(source)
@@ -108,22 +130,32 @@ def eval_callable(trait: CallableTrait, text: str) -> Verdict:
         value = load_callable(trait)(text)
     except Exception as exc:
         return Verdict(score=None, reason=f"callable failed: {type(exc).__name__}: {exc}")
+    return score_callable(trait, value)
+
+
+def score_callable(trait: CallableTrait, value: Any) -> Verdict:
+    """The function's return value as the trait's verdict, by karenina's rules: boolean needs a bool
+    (inverted by ``invert_result``); score a number within ``min_score``..``max_score`` where set (a
+    bound left unset is not checked); literal one of the class names, scored by its index."""
     if trait.kind == "boolean":
         if not isinstance(value, bool):
             return Verdict(None, reason=f"boolean callable returned {type(value).__name__}, not bool")
         return Verdict(score=value != trait.invert_result)
     if trait.kind == "score":
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if not isinstance(value, int | float):
             return Verdict(None, reason=f"score callable returned {value!r}, not a number")
-        lo = trait.min_score if trait.min_score is not None else 1
-        hi = trait.max_score if trait.max_score is not None else 5
-        if not lo <= value <= hi:
+        if not math.isfinite(value):  # karenina lets NaN through; results files need real numbers
+            return Verdict(None, reason=f"score callable returned {value!r}, not a finite number")
+        lo, hi = trait.min_score, trait.max_score
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
             return Verdict(None, reason=f"score {value} outside [{lo}, {hi}]")
         return Verdict(score=value)
     names = list((trait.classes or {}).keys())
+    if not isinstance(value, str):
+        return Verdict(None, reason=f"literal callable returned {type(value).__name__}, not str")
     if value not in names:
         return Verdict(None, reason=f"literal callable returned {value!r}, not one of {names}")
-    return Verdict(score=names.index(value), label=str(value))
+    return Verdict(score=names.index(value), label=value)
 
 
 def _dedupe(items: list[str]) -> list[str]:

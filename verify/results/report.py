@@ -11,6 +11,8 @@ from rich.table import Table
 
 from verify.benchmark.traits import CallableTrait, LLMTrait, MetricTrait, RegexTrait
 from verify.config.deep_judgment import resolve_trait
+from verify.errors import ConfigError
+from verify.judging.deterministic import is_pickled
 from verify.run.pipeline import FINALIZE, plan
 
 if TYPE_CHECKING:
@@ -85,10 +87,18 @@ def render_plan(
     table = Table(title="per-trait evaluation", show_lines=False)
     for col in ("question", "trait", "kind", "deep judgment", "excerpts", "max", "threshold", "retries", "search", "source"):
         table.add_column(col)
+    pickled: dict[str, None] = {}  # pickled callable traits, in order, once each
     for q in questions:
-        rubric, _ = benchmark.rubric_for(q)
+        try:
+            rubric, _ = benchmark.rubric_for(q)
+        except ValueError as exc:  # a trait name in both rubrics: the run would refuse it too
+            raise ConfigError(f"question {q.id!r}: {exc}") from None
         for trait in rubric.traits:
-            if isinstance(trait, LLMTrait):
+            if isinstance(trait, CallableTrait) and is_pickled(trait):
+                pickled[trait.name] = None
+                run = "runs in a worker (trusted)" if config.trust_checkpoint_code else "skipped: untrusted"
+                table.add_row(q.id, trait.name, "callable (cloudpickle)", "n/a", "", "", "", "", "", run)
+            elif isinstance(trait, LLMTrait):
                 s = resolve_trait(config, q.id, trait)
                 if s.enabled:
                     table.add_row(q.id, trait.name, trait_kind(trait), "on", str(s.excerpt_enabled), str(s.max_excerpts),
@@ -98,12 +108,24 @@ def render_plan(
             else:
                 table.add_row(q.id, trait.name, trait_kind(trait), "n/a", "", "", "", "", "", "")
     print_wide(table)
+    if pickled:
+        names = ", ".join(repr(n) for n in pickled)
+        if config.trust_checkpoint_code:
+            console.print(Text(f"note: {len(pickled)} callable trait(s) stored as cloudpickle will be unpickled and "
+                               f"run in worker processes (--trust-checkpoint-code): {names}"))
+        else:
+            console.print(Text(f"warning: {len(pickled)} callable trait(s) stored as cloudpickle will not run and "
+                               f"count as not judged (their tasks end incomplete): {names}; rerun with "
+                               "--trust-checkpoint-code if you trust this checkpoint"))
 
 
 def render_summary(outcome: RunOutcome) -> None:
     console = _console()
     s = outcome.summary
     console.print(f"coverage: {s.coverage_line()}")
+    untrusted = s.untrusted_line()
+    if untrusted:
+        console.print(untrusted, style="yellow", markup=False, highlight=False)
     rate = f"{s.pass_rate:.3f}" if s.passed + s.failed else "n/a (no task was fully judged)"
     console.print(
         f"tasks: {s.total} (resumed {outcome.resumed}) | passed {s.passed} | failed {s.failed} | "

@@ -1,7 +1,9 @@
 """The run summary: coverage, pass rate, failures, calls, tokens and cost per model and per trait.
 
 Coverage leads: how many of the run's evaluations were judged, and why the rest were not. The
-pass rate counts complete tasks only (passed / (passed + failed)); an incomplete task is neither.
+pass rate counts complete tasks only (passed / (passed + failed)); an incomplete task is neither,
+so a gap shows as coverage below 1 and incomplete tasks, never as a better pass rate. Pickled
+callable traits the run did not trust are named on a line of their own, with the fix.
 
 Aggregated one result at a time, so a long run never holds every result for it.
 """
@@ -24,10 +26,11 @@ class TraitTally:
     auto_failed: int = 0
     total: float = 0.0
     normalised_total: float = 0.0
+    numeric: int = 0  # scored with a number (a template-kind trait is scored with fields instead)
 
     @property
     def mean(self) -> float | None:
-        return self.total / self.scored if self.scored else None
+        return self.total / self.numeric if self.numeric else None
 
 
 @dataclass
@@ -62,6 +65,8 @@ class Summary:
     prices: dict[str, dict[str, float]] | None = None
     cost_usd: float = 0.0
     unpriced_models: set[str] = field(default_factory=set)
+    untrusted: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    """Pickled callable traits skipped because the run does not trust the checkpoint, and in how many tasks."""
 
     def _cost(self, model: str, input_tokens: int, output_tokens: int) -> float:
         price = (self.prices or {}).get(model)
@@ -129,13 +134,26 @@ class Summary:
             for name, outcome in result.rubric.trait_status.items():
                 tally = self.by_trait[name]
                 if outcome.status == "scored":
+                    tally.scored += 1
                     if outcome.score is not None:
-                        tally.scored += 1
+                        tally.numeric += 1
                         tally.total += float(outcome.score)
                 elif outcome.status == "auto_failed":
                     tally.auto_failed += 1
                 elif outcome.status == "unscored":
                     tally.unscored += 1
+                elif outcome.unscored_category == "untrusted":  # skipped, but a gap all the same
+                    tally.unscored += 1
+                    self.untrusted[name] += 1
+
+    def untrusted_line(self) -> str | None:
+        """The pickled callables left unrun, named, with the fix; None when there are none."""
+        if not self.untrusted:
+            return None
+        names = ", ".join(repr(n) for n in sorted(self.untrusted))
+        return (f"not run (untrusted code): {len(self.untrusted)} callable trait(s) stored as cloudpickle, "
+                f"{sum(self.untrusted.values())} evaluation(s) left unjudged: {names}; rerun with "
+                "--trust-checkpoint-code if you trust this checkpoint")
 
     @property
     def pass_rate(self) -> float:

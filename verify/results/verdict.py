@@ -51,14 +51,16 @@ def coverage_of(
 ) -> Coverage:
     """Count the task's judged evaluations. ``planned_traits`` are the rubric traits the task
     evaluates (skipped kinds left out; empty when the rubric stages are off), ``by_code`` those of
-    them that code decides (regex, callable) rather than the judge."""
+    them that code decides (regex, callable) rather than the judge. A trait skipped for a reason
+    that is the run's choice, not the trait's kind (a pickled callable the run does not trust),
+    stays a gap: ``unscored`` names it with that reason."""
     coverage = Coverage()
     status = rubric.trait_status if rubric is not None else {}
     code = set(by_code)
     for name in planned_traits:
         outcome = status.get(name)
-        if outcome is not None and outcome.status == "skipped":
-            continue
+        if outcome is not None and outcome.status == "skipped" and outcome.unscored_category is None:
+            continue  # a kind not evaluated at all; a skip with a category (untrusted code) is a gap
         coverage.total += 1
         coverage.by_code_total += name in code
         if outcome is not None and outcome.status in ("scored", "auto_failed"):
