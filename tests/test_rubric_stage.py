@@ -145,7 +145,8 @@ async def test_cloudpickle_callable_is_unscored_with_a_reason() -> None:
     state, _ = await run_rubric([pickled, MENTIONS], ANSWER, simulated_judge())
     assert state.rubric is not None
     outcome = state.rubric.trait_status["pickled"]
-    assert outcome.status == "unscored" and outcome.score is None
+    # not trusted (the default): skipped, and a gap (tests/test_callable_trust.py has the rest)
+    assert (outcome.status, outcome.unscored_category, outcome.score) == ("skipped", "untrusted", None)
     assert outcome.reason is not None and "cloudpickle" in outcome.reason
     assert state.rubric.callable_trait_scores is None
     assert state.rubric.trait_status["mentions_bcl2"].status == "scored"
@@ -365,14 +366,16 @@ async def test_literal_trait_under_deep_judgment_gets_a_label() -> None:
     assert state.deep_judgment_rubric.deep_judgment_rubric_scores == {"register": 1}
 
 
-async def test_template_kind_trait_is_skipped() -> None:
+async def test_template_kind_trait_without_fields_is_unscored_without_a_call() -> None:
+    # evaluated since issue 13 (tests/test_template_kind_traits.py); a schema with nothing to fill is refused
     tmpl = LLMTrait(name="tmpl", kind="template", template_schema={"type": "object"})
     judge = ScriptedModel(honest)
     state, _ = await run_rubric([tmpl, MENTIONS], ANSWER, judge, config=config(deep_judgment_rubric_mode="enable_all"))
     assert state.rubric is not None
-    assert state.rubric.trait_status["tmpl"].status == "skipped"
-    assert judge.requests == []
-    assert state.deep_judgment_rubric is None
+    outcome = state.rubric.trait_status["tmpl"]
+    assert outcome.status == "unscored" and outcome.unscored_category == "code"
+    assert all(r.trait != "tmpl" for r in judge.requests)
+    assert state.deep_judgment_rubric is None  # template-kind traits never run deep judgment
 
 
 def test_stage_runs_only_with_an_answer_and_traits() -> None:

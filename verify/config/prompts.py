@@ -166,6 +166,7 @@ PromptTask = Literal[
     "rubric_llm_trait_single",
     "rubric_literal_trait_batch",
     "rubric_literal_trait_single",
+    "rubric_llm_trait_template",
     "rubric_metric_trait",
     "dj_template_excerpt_extraction",
     "dj_template_hallucination",

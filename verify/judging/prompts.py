@@ -10,6 +10,7 @@ system prompt, then ours, then the call's ``prompt_config`` instructions).
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -183,6 +184,18 @@ def single_trait_prompt(question: str, response: str, trait: LLMTrait, reference
     return (
         f"Evaluate the response against this trait.\n{context_block(question, response, reference)}\n"
         f"{render_trait(trait)}\n{ask}"
+    )
+
+
+def template_trait_prompt(question: str, response: str, trait: LLMTrait, schema: dict[str, Any],
+                          reference: str | None) -> str:
+    """A template-kind trait: the judge fills the trait's own schema from the response."""
+    return (
+        f"Fill in the schema below for this trait, from the response.\n{context_block(question, response, reference)}\n"
+        f"{render_trait(trait)}\n<schema>{json.dumps(schema)}</schema>\n"
+        "Give every field the value the response itself supports. When the response gives no evidence "
+        "for a field, use the most conservative value (an empty string or list, false, the lowest number) "
+        "rather than inventing one. Return one JSON object with a value for each field, not the schema."
     )
 
 

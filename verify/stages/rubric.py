@@ -1,9 +1,9 @@
 """RubricEvaluation: score every trait of the task's merged rubric.
 
 Reads ``state.answer`` and the rubric; writes ``state.rubric`` and, when any trait runs deep
-judgment, ``state.deep_judgment_rubric``. Regex, callable, metric and standard LLM traits are
-evaluated whether or not deep judgment is on for other traits. LLM calls of one task run
-concurrently (standard batch call, each metric trait, each deep-judgment trait). A trait the judge
+judgment, ``state.deep_judgment_rubric``. Regex, callable, metric, template-kind and standard LLM
+traits are evaluated whether or not deep judgment is on for other traits. LLM calls of one task run
+concurrently (standard batch call, each metric, template-kind and deep-judgment trait). A trait the judge
 could not score is ``unscored`` with the reason; it never takes other traits' scores with it.
 """
 
@@ -20,8 +20,9 @@ from verify.config.deep_judgment import resolve_rubric
 from verify.errors import TRANSIENT_CATEGORIES, ModelError
 from verify.judging import prompts
 from verify.judging.deep_judgment import TraitContext, TraitJudgment, judge_trait
-from verify.judging.deterministic import confusion_metrics, eval_regex
+from verify.judging.deterministic import UNTRUSTED, confusion_metrics, eval_regex, is_pickled
 from verify.judging.prompts import JudgeInstructions
+from verify.judging.template_trait import TemplateTraitResult, judge_template_trait, stored_fields
 from verify.judging.verdicts import (
     check_label,
     check_score,
@@ -33,7 +34,14 @@ from verify.judging.verdicts import (
 from verify.llm.ports import ChatModel, Message, Purpose
 from verify.llm.resilience import redact
 from verify.llm.structured import ask_structured
-from verify.results.models import DeepJudgmentRubricSection, RubricSection, Score, StageError, TraitOutcome
+from verify.results.models import (
+    DeepJudgmentRubricSection,
+    RubricSection,
+    Score,
+    StageError,
+    TraitOutcome,
+    TraitValue,
+)
 from verify.sandbox.calls import run_callable
 from verify.sandbox.pool import WorkerLost
 from verify.templates.time_limit import CodeTimeout
@@ -47,8 +55,13 @@ Outcomes = dict[str, TraitOutcome]
 
 
 def evaluates(trait: Any) -> bool:
-    """Whether the rubric stage evaluates this trait (agentic and template-kind traits are skipped)."""
-    return not isinstance(trait, AgenticTrait) and not (isinstance(trait, LLMTrait) and trait.kind == "template")
+    """Whether the rubric stage evaluates this trait (agentic traits are skipped)."""
+    return not isinstance(trait, AgenticTrait)
+
+
+MISSING_FROM_RESPONSE = "[MISSING_FROM_RESPONSE]"
+"""karenina's label for a literal trait its judge left out of a batch reply (score -1). We store
+the same -1 and label, but the trait stays ``unscored``: never judged, never a pass."""
 
 
 BATCH_ATTEMPTS = 3
@@ -88,7 +101,8 @@ async def ask_batch(
                 outcome = check(t, values[t.name])
             else:
                 outcome = TraitOutcome(status="unscored", reason="trait missing from the judge's reply",
-                                       unscored_category="invalid_reply")
+                                       unscored_category="invalid_reply",
+                                       label=MISSING_FROM_RESPONSE if t.kind == "literal" else None)
             if outcome.status == "unscored":
                 outcome.raw_reply = reply.raw_text
                 problems.append(f"{t.name}: {outcome.reason}")
@@ -164,14 +178,19 @@ async def metric_scores(judge: ChatModel, question: str, answer: str, trait: Met
     return trait.name, (lists, metrics)
 
 
-async def code_outcome(trait: RegexTrait | CallableTrait, answer: str, question_id: str, limit: float) -> TraitOutcome:
+async def code_outcome(trait: RegexTrait | CallableTrait, answer: str, question_id: str, limit: float,
+                       trusted: bool = False) -> TraitOutcome:
     """A regex trait (off the event loop) or a callable trait (in a worker process), within ``limit``
-    seconds. Running out of time, like any failure of the code, leaves the trait unscored (``code``)."""
+    seconds. Running out of time, like any failure of the code, leaves the trait unscored (``code``).
+    A pickled callable the run does not trust is skipped, and still counts as not judged."""
+    if isinstance(trait, CallableTrait) and not trusted and is_pickled(trait):
+        return TraitOutcome(status="skipped", reason=f"question {question_id}, trait {trait.name!r}: {UNTRUSTED}",
+                            unscored_category="untrusted")
     try:
         if isinstance(trait, RegexTrait):
             verdict = await asyncio.to_thread(eval_regex, trait, answer, limit)
         else:
-            verdict = await run_callable(trait, answer, limit)
+            verdict = await run_callable(trait, answer, limit, trusted=trusted)
     except (CodeTimeout, WorkerLost) as exc:
         return TraitOutcome(status="unscored", reason=f"question {question_id}, trait {trait.name!r}: {exc}",
                             unscored_category="code")
@@ -232,6 +251,7 @@ class RubricEvaluation:
         settings = resolve_rubric(config, task.question.id, rubric.llm_traits)
         dj_traits = [t for t in rubric.llm_traits if settings[t.name].enabled]
         std_traits = [t for t in rubric.llm_traits if not settings[t.name].enabled and t.kind != "template"]
+        shaped = [t for t in rubric.llm_traits if t.kind == "template"]  # one call each, whatever the strategy
         metric_traits: list[MetricTrait] = rubric.of_type(MetricTrait)
         section = RubricSection(
             rubric_evaluation_strategy=config.rubric_evaluation_strategy or "sequential",
@@ -245,18 +265,28 @@ class RubricEvaluation:
         metrics = [_guard([t.name], metric_scores(deps.judge, task.question.text, answer, t, instructions))
                    for t in metric_traits]
         deep = [_guard([t.name], judge_trait(t, settings[t.name], ctx)) for t in dj_traits]
-        code = [code_outcome(t, answer, task.question.id, deps.code_time_limit) for t in by_code]
-        code_out, std_out, metric_out, deep_out = await asyncio.gather(
-            asyncio.gather(*code), asyncio.gather(*std), asyncio.gather(*metrics), asyncio.gather(*deep)
+        trusted = config.trust_checkpoint_code
+        code = [code_outcome(t, answer, task.question.id, deps.code_time_limit, trusted) for t in by_code]
+        filled = [_guard([t.name], judge_template_trait(deps.judge, task.question.text, answer, t,
+                                                        task.question.raw_answer if t.include_ground_truth else None,
+                                                        instructions)) for t in shaped]
+        code_out, std_out, metric_out, deep_out, filled_out = await asyncio.gather(
+            asyncio.gather(*code), asyncio.gather(*std), asyncio.gather(*metrics), asyncio.gather(*deep),
+            asyncio.gather(*filled),
         )
-        code_status = dict(zip([t.name for t in by_code], code_out, strict=True))
+        settled = dict(zip([t.name for t in by_code], code_out, strict=True))
+        template_values: dict[str, dict[str, Any]] = {}
+        for result in filled_out:
+            if isinstance(result, TemplateTraitResult):
+                settled[result.name] = result.outcome
+                template_values[result.name] = result.values
+            else:  # the call itself failed (an outage)
+                settled.update(result)
         for trait in rubric.traits:  # in the rubric's order, before the judge's traits, as always
-            if trait.name in code_status:
-                status[trait.name] = code_status[trait.name]
+            if trait.name in settled:  # regex, callable and template-kind traits
+                status[trait.name] = settled[trait.name]
             elif isinstance(trait, AgenticTrait):
                 status[trait.name] = TraitOutcome(status="skipped", reason="agentic traits need an agent runtime")
-            elif isinstance(trait, LLMTrait) and trait.kind == "template":
-                status[trait.name] = TraitOutcome(status="skipped", reason="template-kind traits are not evaluated yet")
         for outcomes in std_out:
             status.update(outcomes)
         for item in metric_out:
@@ -286,7 +316,7 @@ class RubricEvaluation:
                 unscored_category=(item.unscored_category or "unparseable")
                 if item.status == "unscored" and not item.error_category else None,
             )
-        fill_scores(section, rubric.traits)
+        fill_scores(section, rubric.traits, template_values)
         state.rubric = section
         if dj_traits:
             state.deep_judgment_rubric = deep_section(deps, judgments, std_traits, status)
@@ -301,7 +331,11 @@ class RubricEvaluation:
                                            category=category))
 
 
-def fill_scores(section: RubricSection, traits: list[Any]) -> None:
+def fill_scores(section: RubricSection, traits: list[Any],
+                template_values: dict[str, dict[str, Any]] | None = None) -> None:
+    """The per-type score dicts karenina's readers use, from ``trait_status``. A template-kind trait
+    adds one ``"<trait>.<field>"`` entry per field; a literal trait the judge left out gets
+    karenina's -1 (and its label) although it is unscored."""
     def scored(kind: type) -> dict[str, Score]:
         out: dict[str, Score] = {}
         for t in traits:
@@ -311,7 +345,19 @@ def fill_scores(section: RubricSection, traits: list[Any]) -> None:
                 out[name] = outcome.score
         return out
 
-    section.llm_trait_scores = scored(LLMTrait) or None
+    scores = scored(LLMTrait)
+    llm_scores: dict[str, TraitValue] = {}
+    for t in traits:
+        if not isinstance(t, LLMTrait):
+            continue
+        outcome = section.trait_status.get(t.name)
+        if t.name in scores:
+            llm_scores[t.name] = scores[t.name]
+        elif t.kind == "template" and outcome is not None and outcome.status == "scored":
+            llm_scores.update(stored_fields(t.name, (template_values or {}).get(t.name, {})))
+        elif t.kind == "literal" and outcome is not None and outcome.label == MISSING_FROM_RESPONSE:
+            llm_scores[t.name] = -1
+    section.llm_trait_scores = llm_scores or None
     labels = {n: o.label for n, o in section.trait_status.items() if o.label is not None}
     llm_names = {str(t.name) for t in traits if isinstance(t, LLMTrait)}
     section.llm_trait_labels = {n: v for n, v in labels.items() if n in llm_names} or None
