@@ -257,7 +257,7 @@ def saved_count(output: Path) -> int:
         return len(saved_keys(progress_of(output)))
     if output.exists():
         try:
-            return len({r["metadata"]["task_key"] for r in export_records(output)})
+            return len({r["verify"]["task_key"] for r in export_records(output)})
         except (ValueError, KeyError, TypeError):
             return 0
     return 0
@@ -293,7 +293,7 @@ def reference_run(root: Path, latency_ms: int = LATENCY_MS) -> Reference:
     done = Process(run_args(preset, out), folder).wait()
     if done.code != 0:
         raise RuntimeError(f"the reference run failed (exit {done.code}): {tail(done.err)}")
-    metas = [r["metadata"] for r in export_records(out)]
+    metas = [{**r["metadata"], **r["verify"]} for r in export_records(out)]  # karenina's and ours
     return Reference(
         preset=preset,
         verdicts={m["task_key"]: m["verdict"] for m in metas},
@@ -335,7 +335,7 @@ class Case:
         """Every reference task exactly once; with ``same_judge`` the reference's verdicts, else
         verdicts of the known kinds."""
         try:
-            metas = [r["metadata"] for r in export_records(export)]
+            metas = [{**r["metadata"], **r["verify"]} for r in export_records(export)]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             self.problems.append(f"no readable export {export.name}: {type(exc).__name__}: {exc}")
             self.lost += len(ref.tasks)
@@ -453,7 +453,7 @@ def faults_case(ref: Reference, folder: Path, seed: int, *, few_retries: bool) -
     case.counts["resumes"] += rounds
     case.check_export(out, ref, same_judge=False)
     if out.exists():
-        verdicts = Counter(str(r["metadata"].get("verdict")) for r in export_records(out))
+        verdicts = Counter(str(r["verify"].get("verdict")) for r in export_records(out))
         case.counts.update({f"verdict_{v}": n for v, n in verdicts.items()})
     return case
 

@@ -55,7 +55,7 @@ def cli(*args: object) -> list[str]:
 
 def task_keys(path: Path) -> list[str]:
     data = json.loads(path.read_text(encoding="utf-8"))
-    return [r["metadata"]["task_key"] for r in data["results"]]
+    return [r["verify"]["task_key"] for r in data["results"]]
 
 
 def wait_for_results(progress: Path, count: int, timeout: float = 60) -> None:
@@ -189,7 +189,7 @@ def test_resume_of_a_jsonl_export_checks_its_tasks_belong_to_this_run(tmp_path: 
     assert first.exit_code == 0
     lines = out.read_text(encoding="utf-8").splitlines()
     foreign = json.loads(lines[0])
-    foreign["metadata"]["task_key"] = "someone-else\tx\ty"
+    foreign["verify"]["task_key"] = "someone-else\tx\ty"
     out.write_text("\n".join([json.dumps(foreign), *lines[1:]]) + "\n", encoding="utf-8")
     result, _ = demo(tmp_path, "--resume", output="out.jsonl")
     assert result.exit_code == 1 and "1 of its task(s) are not tasks of this benchmark" in result.stderr

@@ -1,136 +1,200 @@
 """Exports (JSON, JSONL, CSV) of a run's results, and reading them back.
 
-Exports stream from an iterator of results, so a 10k-task run never holds every result in memory.
-Files are written to a temporary name and moved into place, so a crash never leaves half a file.
+Every export is one karenina's readers take: each result is in its karenina form
+(:mod:`verify.results.karenina_form`), the JSON envelope is karenina's (``format_version``,
+``metadata`` with ``verification_config`` and ``job_summary``, ``shared_data.rubric_definition``,
+``results``) and the CSV has karenina's columns first (:mod:`verify.results.export_csv`). verify's
+own header (versions, config, plan, run identity) sits in ``metadata`` next to karenina's keys, which
+karenina keeps as free-form run metadata.
+
+Exports stream from an iterator of results, so a 10k-task run never holds every result in memory
+(the JSON's header counts them, so results go to a temporary file first). Files are written to a
+temporary name and moved into place, so a crash never leaves half a file.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import shutil
+import tempfile
+import time
+import uuid
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
 from verify.files import atomic_writer
+from verify.results.export_csv import csv_columns, csv_row
+from verify.results.karenina_form import OWN_SECTION, from_export, to_karenina
 from verify.results.models import SCHEMA_VERSION, VerificationResult
 from verify.secrets import scrub
 
+__all__ = ["FORMATS", "FORMAT_VERSION", "export", "is_export", "load_results", "read_export_header"]
+
 FORMATS = {".json": "json", ".jsonl": "jsonl", ".csv": "csv"}
 
-
-def csv_row(r: VerificationResult) -> dict[str, Any]:
-    m = r.metadata
-    row: dict[str, Any] = {
-        "question_id": m.question_id,
-        "success": r.passed,
-        "verdict": r.verdict,
-        "judged": f"{m.coverage.judged}/{m.coverage.total}" if m.coverage else "",
-        "unscored": json.dumps(m.coverage.unscored) if m.coverage and m.coverage.unscored else "",
-        "error": m.failure.reason if m.failure else "",
-        "failure_category": m.failure.category if m.failure else "",
-        "question_text": m.question_text,
-        "raw_llm_response": r.template.raw_llm_response if r.template else "",
-        "answering_model": m.answering.display,
-        "parsing_model": m.parsing.display,
-        "replicate": m.replicate if m.replicate is not None else "",
-        "evaluation_mode": m.evaluation_mode,
-        "execution_time": m.execution_time,
-        "timestamp": m.timestamp,
-    }
-    t = r.template
-    if t and (t.template_verification_performed or t.parsed_llm_response is not None):
-        row["parsed_gt_response"] = json.dumps(t.parsed_gt_response)
-        row["parsed_llm_response"] = json.dumps(t.parsed_llm_response)
-        row["template_verification_performed"] = t.template_verification_performed
-        row["verify_result"] = "" if t.verify_result is None else t.verify_result
-        row["verify_granular_result"] = "" if t.verify_granular_result is None else t.verify_granular_result
-    if r.rubric:
-        for name, outcome in sorted(r.rubric.trait_status.items()):
-            row[f"rubric_{name}"] = outcome.score if outcome.status == "scored" else f"<{outcome.status}>"
-        if r.rubric.metric_trait_scores:
-            row["metric_trait_metrics"] = json.dumps(r.rubric.metric_trait_scores)
-    if r.deep_judgment_rubric:
-        dj = r.deep_judgment_rubric
-        row["traits_without_valid_excerpts"] = json.dumps(dj.traits_without_valid_excerpts)
-        row["deep_judgment_rubric_scores"] = json.dumps(dj.deep_judgment_rubric_scores)
-        row["total_deep_judgment_model_calls"] = dj.total_deep_judgment_model_calls
-    if r.template:
-        row["usage_metadata"] = json.dumps({k: v.model_dump() for k, v in r.template.usage_metadata.items()})
-    return row
-
-
-FORMAT_VERSION = "verify-1"
-_JSON_START = '{"format_version": "verify-1"'
-_CSV_START = "question_id,success,verdict"
+FORMAT_VERSION = "2.2"  # karenina's results format; karenina's database import accepts only 2.x
+#: How verify's JSON exports start (the first key of ``metadata`` says who wrote it), today and before.
+_JSON_STARTS = ('{"format_version": "2.2", "metadata": {"exported_by": "verify"', '{"format_version": "verify-1"')
+_CSV_HEAD = ("question_id,success,error,question_text,", "question_id,success,verdict")
 
 
 def export(results: Iterable[VerificationResult], path: Path, *, header: dict[str, Any] | None = None) -> int:
-    """Write results to ``path`` in the format its suffix names; returns how many were written."""
+    """Write results to ``path`` in the format its suffix names; returns how many were written.
+
+    ``header``: verify's run header (:func:`verify.run.runner.run_header`); a ``rubric_definition``
+    key in it becomes karenina's ``shared_data.rubric_definition``.
+    """
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise ValueError(f"unknown output format {path.suffix!r}; use .json, .jsonl or .csv")
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_writer(path) as handle:
-        count = _write(results, handle, fmt, header)
+        if fmt == "jsonl":  # one result per line, nothing else, so any JSONL reader can take it
+            count = _write_jsonl(results, handle)
+        elif fmt == "json":
+            count = _write_json(results, handle, path.parent, header or {})
+        else:
+            count = _write_csv(results, handle)
     return count
 
 
-def _write(results: Iterable[VerificationResult], handle: IO[str], fmt: str, header: dict[str, Any] | None) -> int:
-    count = 0
-    if fmt == "jsonl":  # one result per line, nothing else, so any JSONL reader can take it
+def _write_jsonl(results: Iterable[VerificationResult], handle: IO[str]) -> int:
+    lines = (scrub(json.dumps(to_karenina(r))) + "\n" for r in results)
+    return sum(handle.write(line) >= 0 for line in lines)
+
+
+class _Tally:
+    """What karenina's header says about the results: counts, times and the global traits."""
+
+    def __init__(self) -> None:
+        self.total = self.successful = 0
+        self.start: float | None = None
+        self.end: float | None = None
+        self.global_traits: set[str] = set()
+
+    def add(self, k: dict[str, Any]) -> None:
+        meta = k["metadata"]
+        self.total += 1
+        self.successful += meta["failure"] is None
+        try:
+            ended = time.mktime(datetime.strptime(meta["timestamp"], "%Y-%m-%d %H:%M:%S").timetuple())
+        except (TypeError, ValueError):
+            ended = None
+        if ended is not None:
+            begun = ended - float(meta.get("execution_time") or 0.0)
+            self.start = begun if self.start is None else min(self.start, begun)
+            self.end = ended if self.end is None else max(self.end, ended)
+        provenance = (k.get("rubric") or {}).get("trait_provenance") or {}
+        self.global_traits.update(n for n, where in provenance.items() if where == "global")
+
+
+def _write_json(results: Iterable[VerificationResult], handle: IO[str], folder: Path, header: dict[str, Any]) -> int:
+    tally = _Tally()
+    with tempfile.TemporaryFile("w+", encoding="utf-8", dir=folder) as spool:
         for r in results:
-            handle.write(scrub(r.model_dump_json()) + "\n")
-            count += 1
-    elif fmt == "json":
-        meta = {"schema_version": SCHEMA_VERSION, "export_timestamp": datetime.now(UTC).isoformat(), **(header or {})}
-        handle.write(_JSON_START + ', "metadata": ' + scrub(json.dumps(meta)) + ', "results": [\n')
-        for r in results:
-            handle.write(("," if count else "") + scrub(r.model_dump_json()) + "\n")
-            count += 1
+            k = to_karenina(r)
+            tally.add(k)
+            spool.write(("," if tally.total > 1 else "") + scrub(json.dumps(k)) + "\n")
+        envelope = {"format_version": FORMAT_VERSION, "metadata": _metadata(header, tally),
+                    "shared_data": {"rubric_definition": _rubric_definition(header, tally)}}
+        text = scrub(json.dumps(envelope))
+        handle.write(text[:-1] + ', "results": [\n')
+        spool.seek(0)
+        shutil.copyfileobj(spool, handle)
         handle.write("]}\n")
-    else:
-        # CSV needs every column up front; cells are scrubbed before quoting doubles their quotes
-        rows = [{k: scrub(v) if isinstance(v, str) else v for k, v in csv_row(r).items()} for r in results]
-        columns: list[str] = []
-        for row in rows:
-            columns += [c for c in row if c not in columns]
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-        count = len(rows)
-    return count
+    return tally.total
+
+
+def _metadata(header: dict[str, Any], tally: _Tally) -> dict[str, Any]:
+    config = header.get("config")
+    config = config if isinstance(config, dict) else {}
+    duration = tally.end - tally.start if tally.start is not None and tally.end is not None else None
+    return {
+        "exported_by": "verify",
+        "export_timestamp": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "karenina_version": None,  # written by verify, not by karenina
+        "job_id": str(uuid.uuid4()),
+        "verification_config": {role: [_model(m) for m in config.get(role) or [] if isinstance(m, dict)]
+                                for role in ("answering_models", "parsing_models")},
+        "job_summary": {
+            "total_questions": tally.total, "successful_count": tally.successful,
+            "failed_count": tally.total - tally.successful, "start_time": tally.start, "end_time": tally.end,
+            "total_duration": duration, "is_complete": True,  # exports are written when a run has finished
+        },
+        "schema_version": SCHEMA_VERSION,
+        **{k: v for k, v in header.items() if k != "rubric_definition"},
+    }
+
+
+def _model(model: dict[str, Any]) -> dict[str, Any]:
+    return {"provider": model.get("model_provider"), "name": model.get("model_name"),
+            "temperature": model.get("temperature"), "interface": model.get("interface")}
+
+
+def _rubric_definition(header: dict[str, Any], tally: _Tally) -> Any:
+    """The global rubric as the header gives it, else the global trait names (karenina's fallback form)."""
+    if header.get("rubric_definition") is not None:
+        return header["rubric_definition"]
+    return {"trait_names": sorted(tally.global_traits)} if tally.global_traits else None
+
+
+def _write_csv(results: Iterable[VerificationResult], handle: IO[str]) -> int:
+    # CSV needs every column up front; cells are scrubbed before quoting doubles their quotes
+    pairs = [(r, to_karenina(r)) for r in results]
+    columns, global_traits, specific = csv_columns(pairs)
+    job_id = str(uuid.uuid4())
+    exported = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    writer = csv.DictWriter(handle, fieldnames=columns)
+    writer.writeheader()
+    for r, k in pairs:
+        row = csv_row(r, k, global_traits, specific, job_id=job_id, exported=exported)
+        writer.writerow({c: scrub(v) if isinstance(v, str) else v for c, v in row.items()})
+    return len(pairs)
 
 
 def load_results(path: Path) -> list[VerificationResult]:
-    """Read a JSON or JSONL export back."""
-    if path.suffix == ".jsonl":
+    """Read a JSON or JSONL export back (today's karenina form, or an older verify export)."""
+    if path.suffix.lower() == ".jsonl":
         lines = path.read_text(encoding="utf-8").splitlines()
-        return [VerificationResult.model_validate_json(line) for line in lines if line]
+        return [from_export(json.loads(line)) for line in lines if line.strip()]
     data = json.loads(path.read_text(encoding="utf-8"))
-    return [VerificationResult.model_validate(r) for r in data["results"]]
+    return [from_export(r) for r in data["results"]]
 
 
 def is_export(path: Path) -> bool:
     """Whether ``path`` starts the way verify's exports start (JSON, JSONL or CSV)."""
     try:
         with path.open("r", encoding="utf-8") as handle:
-            start = handle.read(200)
+            first = handle.readline()
     except (OSError, UnicodeDecodeError):
         return False
-    if start.startswith((_JSON_START, _CSV_START)):
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return first.startswith(_CSV_HEAD) and ",verdict," in first
+    if first.startswith(_JSON_STARTS):
         return True
-    return path.suffix.lower() == ".jsonl" and start.startswith('{"schema_version":')  # a result per line
+    if suffix != ".jsonl":
+        return False
+    try:  # a result per line: verify's section (or, before it, verify's schema_version first)
+        data = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and (isinstance(data.get(OWN_SECTION), dict) or "schema_version" in data)
 
 
 def read_export_header(path: Path) -> dict[str, Any] | None:
-    """The ``metadata`` header of a JSON export (``None`` if it has none, or for JSONL and CSV)."""
+    """The ``metadata`` header of a verify JSON export (``None`` if it has none, or for JSONL and CSV)."""
     if path.suffix.lower() != ".json":
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return None
-    meta = data.get("metadata") if isinstance(data, dict) and data.get("format_version") == FORMAT_VERSION else None
-    return meta if isinstance(meta, dict) else None
+    if not isinstance(data, dict):
+        return None
+    meta = data.get("metadata")
+    ours = data.get("format_version") == "verify-1" or (isinstance(meta, dict) and meta.get("exported_by") == "verify")
+    return meta if ours and isinstance(meta, dict) else None

@@ -26,15 +26,18 @@ def verify_version() -> str:
 
 TraitStatus = Literal["scored", "unscored", "skipped", "auto_failed"]
 Score = bool | int | float
+TraitValue = Score | str | list[bool | int | float | str]
+"""An ``llm_trait_scores`` value: a trait's score, or one field of a template-kind trait ("trait.field")."""
 Verdict = Literal["passed", "failed", "incomplete"]
 """``incomplete``: some evaluation the task needed was not judged (an unusable reply, an outage, a
 template that did not compile), so neither pass nor fail is known."""
 
-UnscoredCategory = Literal["unparseable", "invalid_reply", "code", "no_answer", "nothing_to_evaluate"]
+UnscoredCategory = Literal["unparseable", "invalid_reply", "code", "untrusted", "no_answer", "nothing_to_evaluate"]
 """Why an evaluation was not judged when no model call failed for good (those carry the model
 error's category: ``timeout``, ``rate_limit``, ...). ``unparseable``: no reply held usable JSON;
 ``invalid_reply``: JSON, but wrong (a label not offered, a score out of range, the schema echoed);
-``code``: a regex or callable trait (or the template's code) could not run."""
+``code``: a regex or callable trait (or the template's code) could not run; ``untrusted``: a pickled
+callable trait was skipped because the run does not trust the checkpoint (``status`` "skipped")."""
 
 
 class _Model(BaseModel):
@@ -134,6 +137,10 @@ class TemplateSection(_Model):
     template_verification_performed: bool = False
     verify_result: bool | None = None
     verify_granular_result: float | None = None
+    # VerifiedField templates (karenina's names): each field's check() and score(), and the strategy
+    field_results: dict[str, bool | None] | None = None
+    field_scores: dict[str, float | None] | None = None
+    composition_strategy: str | None = None
     field_verification_error: str | None = None
     regex_validations_performed: bool = False
     regex_validation_results: dict[str, bool] = Field(default_factory=dict)
@@ -175,7 +182,7 @@ class TraitOutcome(_Model):
 class RubricSection(_Model):
     rubric_evaluation_performed: bool = True
     rubric_evaluation_strategy: str = "batch"
-    llm_trait_scores: dict[str, Score] | None = None
+    llm_trait_scores: dict[str, TraitValue] | None = None
     llm_trait_labels: dict[str, str] | None = None
     regex_trait_scores: dict[str, bool] | None = None
     callable_trait_scores: dict[str, Score] | None = None

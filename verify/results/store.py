@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from verify.errors import fixable_reason
+from verify.results.karenina_form import from_export, verify_metadata
 from verify.results.models import VerificationResult
 from verify.secrets import scrub
 
@@ -73,8 +74,8 @@ def saved_tasks(path: Path) -> dict[str, str | None]:
     """Every saved task key with its latest result's rerun reason (``None``: done)."""
     latest: dict[str, str | None] = {}
     for data in read_lines(path):
-        meta = data.get("metadata")
-        if isinstance(meta, dict):
+        meta = verify_metadata(data)  # a line may be an export's (karenina's form), not only verify's
+        if meta is not None:
             latest[str(meta.get("task_key"))] = rerun_reason(meta)
     return latest
 
@@ -127,10 +128,10 @@ def latest_results(path: Path) -> Iterator[VerificationResult]:
     """The last result per task key, in the order tasks were first finished."""
     last: dict[str, int] = {}
     for index, data in enumerate(read_lines(path)):
-        meta = data.get("metadata")
-        if isinstance(meta, dict):
+        meta = verify_metadata(data)
+        if meta is not None:
             last[str(meta.get("task_key"))] = index
     keep = set(last.values())
     for index, data in enumerate(read_lines(path)):
         if index in keep:
-            yield VerificationResult.model_validate(data)
+            yield from_export(data)

@@ -18,6 +18,7 @@ from typing import Any
 from verify.errors import ConfigError
 from verify.results.export import FORMATS, is_export, load_results, read_export_header
 from verify.results.identity import differences
+from verify.results.karenina_form import verify_metadata
 from verify.results.lock import lock_path
 from verify.results.store import ResultWriter, progress_path, read_header, read_lines
 
@@ -122,10 +123,14 @@ def prepare_output(
 
 
 def _check_task_keys(where: Path, known: set[str]) -> None:
-    if where.suffix.lower() == ".jsonl" and not where.name.endswith(".progress.jsonl"):
-        keys = [r.metadata.task_key for r in load_results(where)]
-    else:
-        keys = [str(d.get("metadata", {}).get("task_key")) for d in read_lines(where)]
+    if where.name.endswith(".progress.jsonl"):
+        keys = [str((verify_metadata(d) or {}).get("task_key")) for d in read_lines(where)]
+    else:  # an export: its results are in karenina's form, the task key in verify's own section
+        try:
+            keys = [r.metadata.task_key for r in load_results(where)]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ConfigError(f"--resume: cannot read the results in {where}: {exc}",
+                              "start again with --overwrite") from None
     foreign = sorted({k for k in keys if k not in known})
     if foreign:
         shown = ", ".join(k.replace("\t", " / ") for k in foreign[:3])
@@ -159,7 +164,7 @@ def _seed_progress(output: Path, progress: Path, header: dict[str, Any]) -> None
     """Resuming a run that already finished: its export becomes the progress to resume from."""
     try:
         previous = load_results(output)
-    except (ValueError, KeyError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ConfigError(f"--resume: cannot read the results in {output}: {exc}", "start again with --overwrite") from None
     writer = ResultWriter(progress, append=False, header={"identity": header.get("identity")} if header else None)
     try:
