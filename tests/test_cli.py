@@ -51,7 +51,7 @@ def load_results(path: Path) -> list[dict[str, Any]]:
     """The results of an export, whatever its format (csv rows are dicts of strings)."""
     if path.suffix == ".json":
         data = json.loads(path.read_text(encoding="utf-8"))
-        assert data["format_version"] == "verify-1"
+        assert data["format_version"] == "2.2"  # karenina's; verify's own data is in each result's "verify"
         results: list[dict[str, Any]] = data["results"]
         return results
     if path.suffix == ".jsonl":
@@ -467,7 +467,7 @@ def test_cache_dir_serves_a_second_run(tmp_path: Path) -> None:
     assert (cache / "responses.sqlite").exists()
     assert re.search(r"model calls: 0 live \(0 HTTP attempts\), [1-9]\d* from cache", second.stdout), second.stdout
     # exports list results in the order tasks finished, which concurrency may change: compare by task
-    scores = [{r["metadata"]["task_key"]: r["rubric"]["trait_status"] for r in load_results(tmp_path / n)}
+    scores = [{r["verify"]["task_key"]: r["rubric"]["trait_status"] for r in load_results(tmp_path / n)}
               for n in ("first.json", "second.json")]
     assert len(scores[0]) == 2 and scores[0] == scores[1]
 
@@ -502,7 +502,7 @@ def test_fabricated_excerpts_fail_every_task(tmp_path: Path) -> None:
     assert set(failures(results).values()) == {DJ_FAIL}
     for r in results:
         assert r["metadata"]["failure"]["stage"] == "deep_judgment_rubric_auto_fail"
-        assert r["metadata"]["errors"] == []
+        assert r["verify"]["errors"] == []
         dj = r["deep_judgment_rubric"]
         assert set(dj["traits_without_valid_excerpts"]) >= {"clarity", "states_fact", "register"}
         assert all(m["excerpt_validation_failed"] for m in dj["trait_metadata"].values())
@@ -746,7 +746,7 @@ def test_a_stub_judge_exits_5_and_nothing_passes(tmp_path: Path) -> None:
     assert "pass rate n/a" in result.stdout
     assert "is below --min-coverage 1.0" in result.stderr
     results = load_results(out)
-    assert len(results) == 8 and {r["metadata"]["verdict"] for r in results} == {"incomplete"}
+    assert len(results) == 8 and {r["verify"]["verdict"] for r in results} == {"incomplete"}
     # --fail-under cannot turn it green either, and a lower --min-coverage still refuses 0%
     assert run_demo(tmp_path, "--fail-under", "0.9", preset=preset, output="b.json")[0].exit_code == 5
     assert run_demo(tmp_path, "--min-coverage", "0.5", preset=preset, output="c.json")[0].exit_code == 5

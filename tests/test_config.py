@@ -128,7 +128,8 @@ def test_verification_config_has_karenina_fields_and_defaults() -> None:
     config = make()
     karenina_fields = set(KARENINA_DEFAULTS) | {"answering_models", "parsing_models", "retry_policy"}
     assert len(karenina_fields) == 60
-    assert set(VerificationConfig.model_fields) == karenina_fields | {"deep_judgment_rubric_search_enabled"}
+    ours = {"deep_judgment_rubric_search_enabled", "trust_checkpoint_code"}
+    assert set(VerificationConfig.model_fields) == karenina_fields | ours
     for name, default in KARENINA_DEFAULTS.items():
         assert getattr(config, name) == default, name
     assert config.deep_judgment_rubric_search_enabled is False
@@ -256,7 +257,8 @@ def test_dump_reloads_to_the_same_config() -> None:
     assert VerificationConfig.model_validate(config_to_dict(config)) == config
 
 
-def test_no_environment_variables_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_karenina_environment_variables_fill_only_what_is_not_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    # karenina's precedence (issue 13): given values > environment variables > field defaults
     for name, value in {
         "EMBEDDING_CHECK": "true",
         "EMBEDDING_CHECK_MODEL": "other",
@@ -267,18 +269,12 @@ def test_no_environment_variables_are_read(monkeypatch: pytest.MonkeyPatch) -> N
     }.items():
         monkeypatch.setenv(name, value)
     config = make()
-    assert (
-        config.embedding_check_enabled,
-        config.embedding_check_model,
-        config.embedding_check_threshold,
-    ) == (
-        False,
-        "all-MiniLM-L6-v2",
-        0.85,
-    )
-    assert (config.async_enabled, config.async_max_workers, config.max_concurrent_requests) == (True, 2, None)
-    source = Path(config_module.__file__).read_text()
-    assert "os.environ" not in source and "getenv" not in source and "import os" not in source
+    assert (config.embedding_check_enabled, config.embedding_check_model, config.embedding_check_threshold) == (
+        True, "other", 0.1)
+    assert (config.async_enabled, config.async_max_workers, config.max_concurrent_requests) == (False, 9, 3)
+    given = make(embedding_check_enabled=False, async_max_workers=2, max_concurrent_requests=None)
+    assert (given.embedding_check_enabled, given.async_max_workers, given.max_concurrent_requests) == (False, 2, None)
+    assert "os.environ" not in Path(config_module.__file__).read_text()  # read in one place: config/environment.py
 
 
 # --------------------------------------------------------------------------- validation rules

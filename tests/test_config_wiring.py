@@ -59,7 +59,7 @@ def answers() -> dict[str, dict[str, str]]:
 
 def run_source() -> str:
     files = [p for p in (REPO / "verify").rglob("*.py") if not ("config" in p.parts and p.name in DEFINING)]
-    files = [p for p in files if p.name != "cli.py"]
+    files = [p for p in files if "cli" not in p.relative_to(REPO / "verify").parts]
     return "\n".join(p.read_text(encoding="utf-8") for p in files)
 
 

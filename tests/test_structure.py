@@ -26,9 +26,11 @@ EXPORTED = [
     "DeepJudgmentTraitConfig",
     "ExcerptMatch",
     "ModelConfig",
+    "ModelRetryConfig",
     "PresetError",
     "Question",
     "RunOutcome",
+    "ToolRetryConfig",
     "UserError",
     "VerificationConfig",
     "VerificationResult",
@@ -42,8 +44,9 @@ EXPORTED = [
 ]
 
 # The layers: the only modules allowed directly in verify/, and the only packages.
-TOP_LEVEL_MODULES = {"verify", "verify.__main__", "verify.cli", "verify.errors", "verify.files", "verify.secrets"}
+TOP_LEVEL_MODULES = {"verify", "verify.__main__", "verify.errors", "verify.files", "verify.secrets"}
 PACKAGES = {
+    "verify.cli",
     "verify.config",
     "verify.benchmark",
     "verify.llm",

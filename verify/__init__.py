@@ -6,6 +6,7 @@ Reads karenina checkpoints and presets; see README.md.
 from verify.benchmark.jsonld import Benchmark, load_benchmark, save_benchmark
 from verify.benchmark.question import Question
 from verify.config.deep_judgment import DeepJudgmentRubricCustomConfig, DeepJudgmentTraitConfig
+from verify.config.middleware import ModelRetryConfig, ToolRetryConfig
 from verify.config.models import ModelConfig
 from verify.config.preset import load_preset, save_preset
 from verify.config.verification import VerificationConfig
@@ -22,9 +23,11 @@ __all__ = [
     "DeepJudgmentTraitConfig",
     "ExcerptMatch",
     "ModelConfig",
+    "ModelRetryConfig",
     "PresetError",
     "Question",
     "RunOutcome",
+    "ToolRetryConfig",
     "UserError",
     "VerificationConfig",
     "VerificationResult",

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from verify.benchmark.access import KareninaBenchmarkMethods
 from verify.benchmark.problems import (
     OPTIONAL_TEXT,
     Problems,
@@ -71,7 +72,7 @@ _TOP_KEYS = {"@context", "@type", "@id", "name", "description", "version", "crea
              "dateModified", "rating", "dataFeedElement", "hasPart", "additionalProperty"}
 
 
-class Benchmark(BaseModel):
+class Benchmark(KareninaBenchmarkMethods, BaseModel):
     """A benchmark: metadata, a global rubric and the questions."""
 
     model_config = ConfigDict(extra="forbid")
@@ -128,6 +129,15 @@ class Benchmark(BaseModel):
         close = difflib.get_close_matches(question_id, [q.id for q in self.questions], n=3)
         suggestion = f"; did you mean {', '.join(close)}?" if close else ""
         raise KeyError(f"no question {question_id!r}{suggestion}")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Benchmark:
+        """Read a checkpoint (karenina's ``Benchmark.load``; same as :func:`load_benchmark`)."""
+        return load_benchmark(path)
+
+    def save(self, path: str | Path) -> None:
+        """Write the checkpoint atomically (karenina's ``Benchmark.save``; see :func:`save_benchmark`)."""
+        save_benchmark(self, path)
 
     def finished_questions(self) -> list[Question]:
         return [q for q in self.questions if q.finished]

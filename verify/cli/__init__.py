@@ -13,15 +13,30 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import signal
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
 
+from verify.cli.inputs import (
+    build_config,
+    parse_duration,
+    parse_indices,
+    read_answers,
+    read_json,
+    read_prices,
+    run_inputs,
+)
+from verify.cli.interactive import build_config_interactively
+from verify.cli.karenina import (
+    ResumeAwareCommand,
+    RunDirectory,
+    inert_option_warnings,
+    read_replay,
+    resolve_resume,
+)
 from verify.errors import RunInterrupted, UserError
 from verify.secrets import install_log_filter, register_config_secrets, register_env_secrets, scrub
 
@@ -44,74 +59,25 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def parse_indices(spec: str, count: int) -> list[int]:
-    """'0,1,5-10' -> indices (inclusive ranges); out of range is an error."""
-    out: list[int] = []
-    for part in spec.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        try:
-            start, end = int(lo), int(hi or lo)
-        except ValueError:
-            raise UserError(f"--questions: {part!r} is not an index or a range", "use e.g. --questions 0,2,5-9") from None
-        if start > end or end >= count or start < 0:
-            raise UserError(f"--questions: {part!r} is out of range 0-{count - 1}", "see the list with --show-plan")
-        out.extend(range(start, end + 1))
-    return out
-
-
-def parse_duration(text: str) -> float:
-    """'90', '90s', '30m', '2h' -> seconds."""
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
-    if not found or float(found.group(1)) <= 0:
-        raise UserError(f"--deadline {text!r} is not a duration", "use seconds or a unit, e.g. --deadline 90, 30m or 2h")
-    return float(found.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[found.group(2)]
-
-
-def read_json(path: Path, what: str) -> Any:
-    from verify.files import read_json_file
-
-    return read_json_file(path, what)
-
-
-def read_answers(path: Path) -> dict[str, dict[str, str]]:
-    data = read_json(path, "answers")
-    if not isinstance(data, dict):
-        raise UserError(f"answers file {path} must be a JSON object", 'use {"<model id>": {"<question id>": "answer"}}')
-    if all(isinstance(v, str) for v in data.values()):
-        return {"*": data}
-    bad = [k for k, v in data.items() if not (isinstance(v, dict) and all(isinstance(a, str) for a in v.values()))]
-    if bad:
-        raise UserError(
-            f"answers file {path}: entry {bad[0]!r} must map question ids to answer strings",
-            'use {"<model id>": {"<question id>": "answer"}} or {"<question id>": "answer"}',
-        )
-    return data
-
-
-def read_prices(path: Path) -> dict[str, dict[str, float]]:
-    data = read_json(path, "prices")
-    ok = isinstance(data, dict) and all(
-        isinstance(v, dict) and all(isinstance(x, int | float) for x in v.values()) for v in data.values()
-    )
-    if not ok:
-        raise UserError(
-            f"prices file {path} has the wrong shape",
-            'use {"<model name>": {"input_per_million": 0.4, "output_per_million": 1.6}}',
-        )
-    return {k: {kk: float(vv) for kk, vv in v.items()} for k, v in data.items()}
-
-
-@app.command()
+@app.command(cls=ResumeAwareCommand)
 def verify(  # noqa: PLR0913 - one flag per karenina option, by design
-    benchmark: Annotated[Path, typer.Argument(help="karenina checkpoint (.jsonld)")],
+    benchmark: Annotated[Path | None, typer.Argument(help="karenina checkpoint (.jsonld); not needed with --resume PATH")] = None,
     preset: Annotated[str | None, Opt(help="preset file, or a name in ./presets", rich_help_panel=RUN)] = None,
     output: Annotated[Path | None, Opt(help="results file: .json, .jsonl or .csv", rich_help_panel=RUN)] = None,
     answers: Annotated[Path | None, Opt(help="recorded answers JSON {model id: {question id: answer}}", rich_help_panel=RUN)] = None,
     manual_traces: Annotated[Path | None, Opt(help="karenina manual traces JSON {md5(question): answer}", rich_help_panel=RUN)] = None,
-    resume: Annotated[bool, Opt(help="continue the run saved in --output (same checkpoint and judging settings)", rich_help_panel=RUN)] = False,
+    resume: Annotated[bool, Opt(help="continue the run saved in --output (same checkpoint and judging settings); "
+                                "or --resume PATH: continue the run PATH (results, .progress.jsonl or .state file) belongs to", rich_help_panel=RUN)] = False,
+    resume_from: Annotated[Path | None, Opt(hidden=True)] = None,
+    interactive: Annotated[bool, Opt("--interactive", help="build the config by answering questions", rich_help_panel=RUN)] = False,
+    mode: Annotated[str | None, Opt("--mode", help="with --interactive: basic | advanced", rich_help_panel=RUN)] = None,
+    run_root: Annotated[Path | None, Opt(help="write results.json and run_manifest.json into a new timestamped directory below this path", rich_help_panel=RUN)] = None,
+    run_label: Annotated[str, Opt(help="name of the --run-root directory (and the default run name)", rich_help_panel=RUN)] = "verification",
+    replay: Annotated[Path | None, Opt(help="karenina replay store: its traces answer the pairs it holds, the rest are answered live", rich_help_panel=RUN)] = None,
+    trust_checkpoint_code: Annotated[bool, Opt("--trust-checkpoint-code", help="run callable traits stored as cloudpickle (runs code from the checkpoint)", rich_help_panel=RUN)] = False,
+    workspace_output_mode: Annotated[str | None, Opt(help="karenina agent workspaces (none/full/produced); no effect yet", rich_help_panel=RUN)] = None,
+    workspace_output_dir: Annotated[Path | None, Opt(help="karenina agent workspaces; no effect yet", rich_help_panel=RUN)] = None,
+    workspace_output_exclude: Annotated[list[str] | None, Opt("--workspace-output-exclude", help="karenina agent workspaces; no effect yet", rich_help_panel=RUN)] = None,
     overwrite: Annotated[bool, Opt(help="replace an existing --output (and discard its unfinished progress)", rich_help_panel=RUN)] = False,
     generate_missing_answers: Annotated[bool, Opt(help="with --answers or manual traces, let the answering model answer what they miss", rich_help_panel=RUN)] = False,
     deadline: Annotated[str | None, Opt(help="stop the whole run after this long (90, 30m, 2h); what finished is saved", rich_help_panel=RUN)] = None,
@@ -237,78 +203,31 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def run_inputs(flags: dict[str, Any]) -> list[Path]:
-    """The files this run reads, which --output must never name."""
-    found = [flags[k] for k in ("benchmark", "answers", "manual_traces", "deep_judgment_rubric_config", "prices") if flags[k]]
-    if flags["preset"]:
-        found += [p for p in (Path(flags["preset"]), Path("presets") / f"{flags['preset']}.json") if p.is_file()]
-    return found
-
-
-def build_config(flags: dict[str, Any]) -> Any:
-    from verify.config.deep_judgment import DeepJudgmentRubricCustomConfig
-    from verify.config.preset import load_preset
-    from verify.config.verification import VerificationConfig
-
-    base = load_preset(flags["preset"]) if flags["preset"] else None
-    ov: dict[str, Any] = {
-        k: flags[k]
-        for k in (
-            "answering_model", "answering_provider", "answering_id", "parsing_model", "parsing_provider",
-            "parsing_id", "temperature", "evaluation_mode", "rubric_evaluation_strategy", "replicate_count",
-            "abstention", "sufficiency", "embedding_check", "embedding_threshold", "embedding_model",
-            "deep_judgment_rubric_mode", "deep_judgment_rubric_excerpts", "deep_judgment_rubric_max_excerpts",
-            "deep_judgment_rubric_fuzzy_threshold", "deep_judgment_rubric_retry_attempts",
-            "deep_judgment_rubric_search", "deep_judgment_rubric_search_tool", "use_full_trace_for_template",
-            "use_full_trace_for_rubric", "max_concurrent_requests",
-        )
-    }
-    if flags["interface"]:
-        ov["answering_interface"] = flags["interface"]
-        if flags["interface"] != "manual":
-            ov["parsing_interface"] = flags["interface"]
-    if flags["deep_judgment"] is not None:
-        ov["deep_judgment_mode"] = "full" if flags["deep_judgment"] else "disabled"
-    if flags["no_async"]:
-        ov["async_execution"] = False
-    if flags["async_workers"] is not None:
-        ov["async_workers"] = flags["async_workers"]
-    if flags["deep_judgment_rubric_config"]:
-        path = flags["deep_judgment_rubric_config"]
-        data = read_json(path, "deep-judgment rubric config")
-        try:
-            ov["deep_judgment_rubric_config"] = DeepJudgmentRubricCustomConfig.model_validate(data)
-        except ValidationError as exc:
-            from verify.errors import format_validation_error
-
-            detail = format_validation_error(exc, str(path), root=DeepJudgmentRubricCustomConfig)
-            raise UserError(f"{path}: {detail}", "see the custom-mode shape in the README") from None
-    if flags["manual_traces"]:
-        ov["manual_traces"] = read_json(flags["manual_traces"], "manual traces")
-    for item in flags["set_"] or []:
-        key, sep, raw = item.partition("=")
-        if not sep:
-            raise UserError(f"--set {item!r} is not key=value", "use e.g. --set async_max_workers=4")
-        try:
-            ov[key.strip()] = json.loads(raw)
-        except ValueError:
-            ov[key.strip()] = raw
-    return VerificationConfig.from_overrides(base, **ov)
-
-
 def _main(flags: dict[str, Any]) -> int:
     from verify.benchmark.jsonld import load_benchmark
     from verify.config.report import config_to_dict, config_warnings
     from verify.run.runner import RunOptions, run_verification
     from verify.run.tasks import select_questions
 
-    config = build_config(flags)
+    for line in inert_option_warnings(flags):
+        typer.secho(f"warning: {line}", err=True, fg="yellow")
+    saved = resolve_resume(flags)
+    picked: list[str] | None = None
+    if flags["interactive"]:
+        if flags["benchmark"] is None:
+            raise UserError("--interactive needs the BENCHMARK file", "verify BENCHMARK.jsonld --interactive")
+        traces = read_json(flags["manual_traces"], "manual traces") if flags["manual_traces"] else None
+        config, picked = build_config_interactively(load_benchmark(flags["benchmark"]), flags["mode"] or "basic", traces)
+    else:
+        config = build_config(flags, saved)
     register_config_secrets(config)
     for line in config_warnings(config):
         typer.secho(f"warning: {scrub(line)}", err=True, fg="yellow")
     if flags["show_config"]:
         typer.echo(scrub(json.dumps(config_to_dict(config), indent=2, default=str)))
         return 0
+    if flags["benchmark"] is None:
+        raise UserError("missing the BENCHMARK file", "verify BENCHMARK.jsonld --preset PRESET (only --resume PATH may leave it out)")
     bench = load_benchmark(flags["benchmark"])
     for line in bench.warnings:
         typer.secho(f"warning: {scrub(line)}", err=True, fg="yellow")
@@ -324,6 +243,14 @@ def _main(flags: dict[str, Any]) -> int:
         deadline=parse_duration(flags["deadline"]) if flags["deadline"] else None,
         code_time_limit=flags["code_time_limit"],
     )
+    if picked is not None:
+        options.question_ids = picked
+    if flags["replay"]:
+        if flags["answers"]:
+            raise UserError("--replay and --answers both give recorded answers", "give only one of them")
+        options.answers, strict = read_replay(flags["replay"])
+        options.generate_missing_answers = options.generate_missing_answers or not strict
+        options.answers_source = f"replay store {flags['replay']}"
     if flags["questions"]:
         selected = select_questions(bench, options.question_ids, options.include_unfinished)
         options.question_ids = [selected[i].id for i in parse_indices(flags["questions"], len(selected))]
@@ -335,14 +262,29 @@ def _main(flags: dict[str, Any]) -> int:
         render_plan(bench, config, select_questions(bench, options.question_ids, options.include_unfinished),
                     code_time_limit=flags["code_time_limit"])
         return 0
+    directory: RunDirectory | None = None
+    if flags["run_root"] is not None:
+        selected = select_questions(bench, options.question_ids, options.include_unfinished)
+        directory = RunDirectory.create(flags["run_root"], flags["run_label"], benchmark_path=str(flags["benchmark"]),
+                                        config=config, questions=len(selected))
+        options.output, options.run_name = directory.results_path, options.run_name or flags["run_label"]
+        typer.echo(f"run directory: {directory.path}", err=True)
     if options.output is None:
         options.output = Path("verify-results") / f"{Path(flags['benchmark']).stem}.json"
     try:
         outcome = run_verification(bench, config, **vars(options))
     except KeyboardInterrupt:  # a second Ctrl-C: the hard way out
+        if directory is not None:
+            directory.finish("interrupted")
         typer.secho(f"interrupted: finished tasks are saved in {options.output}.progress.jsonl", err=True, fg="yellow")
         typer.echo(f"hint: rerun with --resume and --output {options.output} to finish the others", err=True)
         return 130
+    except BaseException as exc:
+        if directory is not None:
+            directory.finish("interrupted" if isinstance(exc, RunInterrupted) else "failed", exc)
+        raise
+    if directory is not None:
+        directory.finish("completed")
     from verify.results.report import render_summary
 
     render_summary(outcome)

@@ -4,7 +4,8 @@ presets (the shipped ones are package data in ``presets/``), and the config repo
 Modules: ``verification`` (VerificationConfig), ``models`` (ModelConfig, retries), ``prompts``
 (few-shot and prompt instructions), ``deep_judgment`` (rubric deep-judgment settings and their
 resolution per trait), ``overrides`` (karenina's ``from_overrides`` keywords), ``preset`` (preset
-files), ``report`` (secret-safe dumps, inert fields and warnings), ``problems`` (located errors).
+files), ``compat`` (karenina's config methods), ``environment`` (karenina's environment
+variables), ``middleware`` (karenina's agent retry settings), ``report`` (secret-safe dumps, inert fields and warnings), ``problems`` (located errors).
 Modules inside verify import from those modules; this package re-exports them for users.
 """
 
@@ -17,6 +18,7 @@ from verify.config.deep_judgment import (
     resolve_rubric,
     resolve_trait,
 )
+from verify.config.middleware import ModelRetryConfig, ToolRetryConfig
 from verify.config.models import (
     DEFAULT_ANSWERING_SYSTEM_PROMPT,
     DEFAULT_PARSING_SYSTEM_PROMPT,
@@ -35,6 +37,8 @@ from verify.config.verification import VerificationConfig
 from verify.errors import ConfigProblems, format_validation_error
 
 __all__ = [
+    "ModelRetryConfig",
+    "ToolRetryConfig",
     "DEFAULT_ANSWERING_SYSTEM_PROMPT",
     "DEFAULT_PARSING_SYSTEM_PROMPT",
     "INERT_FIELDS",

@@ -1,4 +1,4 @@
-"""Preset files: load, save and list them.
+"""Preset files: read, write and list them, for any config class (see :mod:`verify.config.preset`).
 
 A preset is either karenina's shape, ``{"id", "name", "description", "config": {...},
 "created_at", "updated_at"}`` (only ``config`` is read; other top-level keys such as
@@ -14,16 +14,20 @@ import re
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
 from verify.config.report import config_to_dict
-from verify.config.verification import VerificationConfig
 from verify.errors import PresetError, format_validation_error
 from verify.files import write_atomic
 
-__all__ = ["default_presets_dirs", "list_presets", "load_preset", "save_preset"]
+if TYPE_CHECKING:
+    from verify.config.verification import VerificationConfig
+
+C = TypeVar("C", bound="VerificationConfig")
+
+__all__ = ["default_presets_dirs", "list_presets", "preset_file_name", "read_preset", "sanitized_model", "write_preset"]
 
 _SECRET_FIELDS = ("endpoint_api_key", "anthropic_api_key")
 _ALWAYS_KEPT = ("id", "model_provider", "model_name", "temperature", "interface", "system_prompt")
@@ -80,7 +84,7 @@ def _resolve(ref: str | Path, presets_dir: Path | None) -> Path:
     )
 
 
-def load_preset(ref: str | Path, presets_dir: Path | None = None) -> VerificationConfig:
+def read_preset(cls: type[C], ref: str | Path, presets_dir: Path | None = None) -> C:
     """Load and validate a preset given as a path or a bare name; raises :class:`PresetError`."""
     path = _resolve(ref, presets_dir)
     source = f"preset {_display(path)}"
@@ -95,13 +99,13 @@ def load_preset(ref: str | Path, presets_dir: Path | None = None) -> Verificatio
         raise PresetError(f"{source}: cannot be read: {exc}") from None
     if not isinstance(data, dict):
         raise PresetError(f"{source}: expected a JSON object, found {type(data).__name__}")
-    config, prefix = _config_part(data, source)
+    config, prefix = _config_part(data, source, cls)
     try:
-        return VerificationConfig.model_validate(config)
+        return cls.model_validate(config)
     except ValidationError as exc:
         unknown = any(err["type"] == "extra_forbidden" for err in exc.errors())
         raise PresetError(
-            format_validation_error(exc, source, prefix=prefix, root=VerificationConfig),
+            format_validation_error(exc, source, prefix=prefix, root=cls),
             hint=(
                 'unknown keys inside the config are rejected (put comments in top-level "_comment" keys); '
                 if unknown
@@ -111,7 +115,7 @@ def load_preset(ref: str | Path, presets_dir: Path | None = None) -> Verificatio
         ) from None
 
 
-def _config_part(data: dict[str, Any], source: str) -> tuple[dict[str, Any], str]:
+def _config_part(data: dict[str, Any], source: str, cls: type[VerificationConfig]) -> tuple[dict[str, Any], str]:
     """The config object of a karenina preset or a plain dump, and its path prefix for messages."""
     if "config" in data:
         config = data["config"]
@@ -122,7 +126,7 @@ def _config_part(data: dict[str, Any], source: str) -> tuple[dict[str, Any], str
             )
         return config, "config."
     plain = {k: v for k, v in data.items() if not k.startswith("_comment")}
-    if not plain.keys() & set(VerificationConfig.model_fields):
+    if not plain.keys() & set(cls.model_fields):
         raise PresetError(
             f'{source}: no "config" object and no config fields found',
             hint='a preset is {"config": {...}} (karenina) or a plain config with answering_models/parsing_models',
@@ -130,7 +134,7 @@ def _config_part(data: dict[str, Any], source: str) -> tuple[dict[str, Any], str
     return plain, ""
 
 
-def _sanitized_model(model: dict[str, Any]) -> dict[str, Any]:
+def sanitized_model(model: dict[str, Any]) -> dict[str, Any]:
     """Drop API keys, manual traces and unset optional fields (other credentials are already out)."""
     return {
         key: value
@@ -139,13 +143,13 @@ def _sanitized_model(model: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _slug(name: str) -> str:
+def preset_file_name(name: str) -> str:
     slug = re.sub(r"[^a-z0-9-]", "", name.strip().lower().replace(" ", "-"))
     slug = re.sub(r"-{2,}", "-", slug).strip("-")[:96]
     return f"{slug or 'preset'}.json"
 
 
-def save_preset(
+def write_preset(
     config: VerificationConfig,
     path: str | Path,
     name: str,
@@ -172,7 +176,7 @@ def save_preset(
             )
     target = Path(path)
     if target.is_dir():
-        target = target / _slug(name)
+        target = target / preset_file_name(name)
     old: dict[str, Any] = {}
     if target.exists():
         if not overwrite:
@@ -186,13 +190,13 @@ def save_preset(
             old = {}
     dumped = config_to_dict(config, drop_secrets=True)  # URLs lose their credentials, headers their keys
     for role in ("answering_models", "parsing_models"):
-        dumped[role] = [_sanitized_model(m) for m in dumped[role]]
+        dumped[role] = [sanitized_model(m) for m in dumped[role]]
     try:
-        VerificationConfig.model_validate(dumped)  # what we write must load again
+        type(config).model_validate(dumped)  # what we write must load again
     except ValidationError as exc:
         raise PresetError(
             "cannot save preset: without its secrets and manual traces the config would not load:\n"
-            + format_validation_error(exc, prefix="config.", root=VerificationConfig),
+            + format_validation_error(exc, prefix="config.", root=type(config)),
             hint="API keys and manual traces are never written; pass them at run time instead",
         ) from None
     now = datetime.now(UTC).isoformat()

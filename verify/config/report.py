@@ -46,7 +46,6 @@ INERT_FIELDS: dict[str, str] = {
     "use_full_trace_for_template": "agent traces are not supported yet; the final answer is judged",
     "use_full_trace_for_rubric": "agent traces are not supported yet; the final answer is judged",
     "allow_partial_trace_scoring": "agent traces are not supported yet",
-    "include_extraction_hints": "karenina's agentic parsing hints; verify has no agentic parsing",
     "task_ordering": "verify runs tasks in checkpoint order",
     "replay_store": "karenina's replay store is not supported",
     "skip_triples": "karenina's replay store is not supported",

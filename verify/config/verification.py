@@ -1,10 +1,11 @@
 """The verification config: karenina's field names and defaults, checked when the config is built.
 
 ``VerificationConfig`` accepts every field of karenina's config (so karenina presets load
-unchanged) plus one field of ours, ``deep_judgment_rubric_search_enabled``. Cross-field rules
-are ``model_validator(mode="after")`` checks that report every problem at once, each with the
-field it concerns and how to fix it. Nothing in this module reads environment variables:
-precedence is field defaults < preset < explicit overrides, and the CLI binds any env vars.
+unchanged) plus fields of ours (``deep_judgment_rubric_search_enabled``, ``trust_checkpoint_code``).
+Cross-field rules are ``model_validator(mode="after")`` checks that report every problem at once,
+each with the field it concerns and how to fix it. Precedence, as in karenina: field defaults <
+karenina's environment variables (:mod:`verify.config.environment`) < preset < explicit overrides.
+karenina's config methods (``from_preset``, ``save_preset``, few-shot getters) are in :mod:`verify.config.compat`.
 
 ``VerificationConfig.from_overrides`` keeps karenina's keyword names (``abstention``,
 ``async_workers``, ``deep_judgment_rubric_search``, ...) and also takes any field name. ``None``
@@ -34,12 +35,14 @@ from pydantic import (
     model_validator,
 )
 
+from verify.config.compat import KareninaConfigMethods
 from verify.config.deep_judgment import (
     DeepJudgmentRubricCustomConfig,
     SearchTool,
     check_search_tool,
     search_tool_label,
 )
+from verify.config.environment import apply_environment
 from verify.config.models import (
     DEEP_AGENT_INTERFACES,
     DEFAULT_ANSWERING_SYSTEM_PROMPT,
@@ -57,7 +60,7 @@ __all__ = ["VerificationConfig"]
 # --------------------------------------------------------------------------- the config
 
 
-class VerificationConfig(BaseModel):
+class VerificationConfig(KareninaConfigMethods, BaseModel):
     """Everything one verification run needs, with karenina's field names and defaults.
 
     Inert fields (accepted and stored so karenina presets load, but no part of verify reads them):
@@ -162,6 +165,12 @@ class VerificationConfig(BaseModel):
     replay_parse_on_hydration_mismatch: Literal["fall_through", "strict"] = "fall_through"
     skip_triples: Any = Field(default=None, exclude=True, repr=False)
 
+    trust_checkpoint_code: bool = Field(
+        default=False,
+        description="Run callable traits stored as cloudpickle (karenina's format). Unpickling runs "
+        "arbitrary code from the checkpoint; it happens in a worker process under the code time limit.",
+    )
+
     # agentic (inert)
     agentic_parsing: bool = False
     agentic_parsing_trigger: Literal["always", "dynamic"] = "always"
@@ -184,7 +193,7 @@ class VerificationConfig(BaseModel):
         """Drop serialized ``rubric_enabled`` and ``$schema``; fold ``<task>_instructions`` shortcuts."""
         if not isinstance(data, dict):
             return data
-        data = {k: v for k, v in data.items() if k not in {"rubric_enabled", "$schema"}}
+        data = apply_environment({k: v for k, v in data.items() if k not in {"rubric_enabled", "$schema"}})
         shortcuts = {f"{name}_instructions": name for name in PromptConfig.model_fields}
         folded = {shortcuts[k]: data.pop(k) for k in list(data) if k in shortcuts}
         if folded:

@@ -63,9 +63,8 @@ class RunOptions:
     """How to run, beyond what the config says (the keyword arguments of :func:`run_verification`).
 
     ``output``: final export path (.json/.jsonl/.csv); progress goes to ``<output>.progress.jsonl``.
-    ``resume``: skip tasks already finished in the progress file. ``cache_dir``: response cache
-    location (``None`` disables it). ``answers``: recorded answers ``{answering model id or "*":
-    {question id or md5(question text): answer}}``. ``adapter_factory``: builds the innermost
+    ``resume``: skip tasks already finished there. ``cache_dir``: response cache (``None``: off).
+    ``answers``: recorded answers ``{model id or "*": {question id or md5(text): answer}}``. ``adapter_factory``: builds the innermost
     model for a model config (a fake, or your own client); verify wraps it in its cache, retry
     and limit chain like its own adapters. ``search``: replaces every search port.
     ``code_time_limit``: seconds per call into code from the checkpoint. ``embedder_for``: the
@@ -111,21 +110,21 @@ class RunOutcome:
 def run_header(
     config: VerificationConfig, stages: Sequence[Stage], run_name: str | None, tasks: int,
     structured_output: dict[str, str] | None = None, identity: dict[str, Any] | None = None,
+    benchmark_path: str | None = None,
 ) -> dict[str, Any]:
     """What a results file says about itself: versions, the effective config (secrets masked),
     the plan, the config warnings, and the structured-output method each model ended up with."""
     return {
-        "schema_version": SCHEMA_VERSION,
-        "verify_version": verify_version(),
-        "run_name": run_name,
-        "evaluation_mode": config.evaluation_mode,
-        "tasks": tasks,
-        "plan": [*(stage.name for stage in stages), FINALIZE],
-        "config_warnings": config_warnings(config),
-        "structured_output": structured_output or {},
-        "config": config_to_dict(config),
-        "identity": identity or {},
+        "schema_version": SCHEMA_VERSION, "verify_version": verify_version(), "run_name": run_name,
+        "evaluation_mode": config.evaluation_mode, "tasks": tasks,
+        "plan": [*(stage.name for stage in stages), FINALIZE], "config_warnings": config_warnings(config),
+        "structured_output": structured_output or {}, "config": config_to_dict(config),
+        "benchmark": benchmark_path, "identity": identity or {},
     }
+
+
+def _source(benchmark: Benchmark) -> str | None:  # saved with the run, for --resume PATH
+    return str(Path(benchmark.source).resolve()) if benchmark.source else None
 
 
 async def run_async(benchmark: Benchmark, config: VerificationConfig, options: RunOptions | None = None) -> RunOutcome:
@@ -192,7 +191,9 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
     writer: ResultWriter | None = None
     if progress_file is not None and output_plan is not None:
         try:
-            writer = ResultWriter(progress_file, append=output_plan.append, header={"identity": identity})
+            writer = ResultWriter(progress_file, append=output_plan.append, header={
+                "identity": identity,
+                "run": {"benchmark": _source(benchmark), "config": config_to_dict(config, drop_secrets=True)}})
         except OSError as exc:
             raise ConfigError(f"cannot write {progress_file}: {exc.strerror or exc}", "pick a writable --output") from None
     memo = AnswerMemo(sharers=len(config.parsing_models))  # entries dropped once every judge took them
@@ -302,7 +303,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
         for r in latest_results(progress_file):
             summary.add(r)
         header = run_header(config, stages, options.run_name, summary.total,
-                            services.structured_output_methods(), identity)
+                            services.structured_output_methods(), identity, _source(benchmark))
         try:
             export(latest_results(progress_file), options.output, header=header)
         except OSError as exc:
