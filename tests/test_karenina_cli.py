@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from peers import karenina_python
 from typer.testing import CliRunner, Result
 
 from verify.cli import app
@@ -242,20 +243,8 @@ def test_the_real_process_reads_resume_path(finished_run: Path) -> None:
     assert "resumed 8" in proc.stdout + proc.stderr
 
 
-def _karenina_python() -> str | None:
-    """An interpreter with karenina (``$KARENINA_PYTHON``), or this one if it has karenina."""
-    found = os.environ.get("KARENINA_PYTHON")
-    if found:
-        return found
-    try:
-        import karenina  # noqa: F401
-    except ImportError:
-        return None
-    return sys.executable
-
-
 def test_karenina_reads_the_run_manifest(tmp_path: Path) -> None:
-    python = _karenina_python()
+    python = karenina_python()
     if python is None:
         pytest.skip("karenina is not importable (set KARENINA_PYTHON to an interpreter that has it)")
     result = invoke(DEMO, "--preset", "demo", "--answers", ANSWERS, "--no-cache", "--run-root", tmp_path)

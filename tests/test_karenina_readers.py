@@ -9,15 +9,13 @@ and the rubric, both through deep judgment.
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from peers import karenina_python
 
 from verify.benchmark.jsonld import load_benchmark
 from verify.config.verification import VerificationConfig
@@ -28,14 +26,6 @@ from verify.run.runner import run_verification
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "benchmarks" / "demo" / "demo.jsonld"
 ANSWERS = ROOT / "benchmarks" / "demo" / "answers.json"
-
-
-def karenina_python() -> str | None:
-    """An interpreter that can import karenina, or ``None``."""
-    given = os.environ.get("KARENINA_PYTHON")
-    if given:
-        return given
-    return sys.executable if importlib.util.find_spec("karenina") is not None else None
 
 
 PYTHON = karenina_python()

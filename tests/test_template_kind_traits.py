@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from fakes import ScriptedModel, honest, make_config, prompt_of, run_pipeline, run_rubric
+from peers import karenina_python
 
 from verify.benchmark.jsonld import load_benchmark
 from verify.benchmark.traits import LLMTrait
@@ -236,10 +237,10 @@ async def test_a_schema_verify_cannot_read_is_unscored_without_a_call() -> None:
 
 # -- karenina's own reader sees the stored fields (when karenina is at hand) -------------------------
 
-KARENINA_PYTHON = Path("/tmp/karvenv/bin/python")
+KARENINA_PYTHON = karenina_python()
 
 
-@pytest.mark.skipif(not KARENINA_PYTHON.exists(), reason="karenina is not installed at /tmp/karvenv")
+@pytest.mark.skipif(KARENINA_PYTHON is None, reason="karenina is not importable (set KARENINA_PYTHON)")
 async def test_karenina_reads_the_stored_fields() -> None:
     result = await run_pipeline(traits(), ANSWER, scripted(json.dumps(FILLED)))
     assert result.rubric is not None
@@ -251,6 +252,7 @@ async def test_karenina_reads_the_stored_fields() -> None:
         "r = R.model_validate(json.loads(sys.stdin.read()))\n"
         "print(json.dumps(r.get_trait_by_name('answer_facts.organelles')))\n"
     )
-    out = subprocess.run([str(KARENINA_PYTHON), "-c", code], input=json.dumps(section), capture_output=True,
+    assert KARENINA_PYTHON is not None
+    out = subprocess.run([KARENINA_PYTHON, "-c", code], input=json.dumps(section), capture_output=True,
                          text=True, check=True, timeout=120)
     assert json.loads(out.stdout) == [["mitochondria", "endoplasmic reticulum"], "llm"]

@@ -291,7 +291,7 @@ def _main(flags: dict[str, Any]) -> int:
     if outcome.summary.errors:
         for message, count in sorted(outcome.summary.error_messages.items(), key=lambda kv: -kv[1])[:3]:
             typer.secho(f"error ({count} task(s)): {scrub(message)}", err=True, fg="red")
-        typer.secho(f"{outcome.summary.errors} task(s) ended with execution errors (see metadata.errors); "
+        typer.secho(f"{outcome.summary.errors} task(s) ended with execution errors (see each result's verify.errors); "
                     + _resume_advice(outcome.results), err=True, fg="yellow")
         return 3
     if outcome.summary.coverage < flags["min_coverage"]:
