@@ -283,6 +283,11 @@ def _main(flags: dict[str, Any]) -> int:
         if directory is not None:
             directory.finish("interrupted" if isinstance(exc, RunInterrupted) else "failed", exc)
         raise
+    # The results are written: a Ctrl-C or SIGTERM now has nothing left to stop, and must not turn a
+    # finished run into "interrupted before the run started" or a death by signal while it exits.
+    if _PROCESS["own"]:  # not when a test or a notebook runs the command inside its own process
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if directory is not None:
         directory.finish("completed")
     from verify.results.report import render_summary
@@ -320,8 +325,12 @@ def _resume_advice(results: list[Any]) -> str:
     return f"rerun with --resume to run {sum(reasons.values())} of them again ({parts})"
 
 
+_PROCESS = {"own": False}
+
+
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: the process is verify's own."""
+    _PROCESS["own"] = True
     app(prog_name="verify")
 
 
