@@ -579,3 +579,14 @@ def test_single_typo_in_long_quote_is_accepted(seed: int, length: int) -> None:
     m = match_excerpt(typo, text)
     assert m.valid, (m, typo)
     assert m.similarity >= 0.8
+
+
+def test_a_quote_starting_at_a_bulleted_list_number_keeps_its_number() -> None:
+    # found by test_single_typo_in_long_quote_is_accepted (seed 389): "* 226." is a bullet and a list
+    # number, which normalisation drops, so the number guard must not count 226 as inserted
+    text = "Intro line.\n* 226. Other and small group been all acid point within about not acid early protein."
+    quote = "* 226. Other and small group been all acid point within about not acid early protien."
+    m = match_excerpt(quote, text)
+    assert m.valid, m
+    assert match_excerpt("* 227. Other and small group been all acid point within about not acid early protien.",
+                         "Intro line.\nOther 226 and small group been all acid point within about not acid early protein.").valid is False

@@ -40,7 +40,8 @@ _SHOWN_CHARS = 40  # longest quoted fragment in a reason
 
 _NUMBER_RE = re.compile(r"(?:(?<![\w.])-)?\d+(?:[.,]\d+)*")
 _THOUSANDS_RE = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
-_LIST_NUMBER_RE = re.compile(rf"(?m)^[ \t>]*{ORDERED_MARKER}")
+# After the same line-start markup normalisation drops: "* 2. item" is a bullet and a list number.
+_LIST_NUMBER_RE = re.compile(rf"(?m)^(?:[ \t>]|#{{1,6}}(?=[ \t])|[-*+](?=[ \t]))*{ORDERED_MARKER}")
 _LINK_TARGET_RE = re.compile(r"\]\([^)\s]*\)")  # the URL of a Markdown link is not part of the text
 _LETTERS_RE = re.compile(r"[^\W\d_]+")
 _WORD_RE = re.compile(r"[^\W_]+")
