@@ -406,9 +406,20 @@ def test_fail_under_exits_4(tmp_path: Path) -> None:
     templates = ("--evaluation-mode", "template_and_rubric")  # the demo's templates fail 3 of 8 tasks
     result, out = run_demo(tmp_path, *templates, "--fail-under", "0.7")
     assert result.exit_code == 4, result.output
-    assert "pass rate 0.625 is below --fail-under 0.7" in result.stderr
+    assert "gate 'pass_rate >= 0.7' not met: 0.625" in result.stderr
     assert len(load_results(out)) == 8  # the results are still saved
     assert run_demo(tmp_path, *templates, "--fail-under", "0.6", output="again.json")[0].exit_code == 0
+
+
+def test_gates_exit_4_and_are_in_the_results_header(tmp_path: Path) -> None:
+    templates = ("--evaluation-mode", "template_and_rubric")
+    result, out = run_demo(tmp_path, *templates, "--gate", "coverage >= 0.99", "--gate", "pass_rate > 0.9")
+    assert result.exit_code == 4, result.output
+    assert "gate 'pass_rate > 0.9' not met: 0.625" in result.stderr and "coverage >= 0.99' not met" not in result.stderr
+    gates = json.loads(out.read_text())["metadata"]["gates"]
+    assert [(g["gate"], g["passed"]) for g in gates] == [("coverage >= 0.99", True), ("pass_rate > 0.9", False)]
+    bad = run_demo(tmp_path, "--gate", "pas_rate >= 0.9", output="bad.json")[0]
+    assert bad.exit_code == 1 and "did you mean pass_rate" in bad.output
 
 
 def test_fail_under_outside_0_1_is_a_usage_error_before_the_run(tmp_path: Path) -> None:
@@ -717,8 +728,9 @@ def test_readme_flags_exist() -> None:
     """Every ``--flag`` the README's command-line section names is an option of the CLI."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
     usage = text.split("## Use it from the command line", 1)[1].split("\n## ", 1)[0]
-    command = typer.main.get_command(app)
-    options = {opt for param in command.params for opt in [*param.opts, *param.secondary_opts]}
+    group = typer.main.get_command(app)
+    commands = list(getattr(group, "commands", {}).values()) or [group]
+    options = {opt for command in commands for param in command.params for opt in [*param.opts, *param.secondary_opts]}
     named = {flag for flag in re.findall(r"--[a-z][a-z-]*[a-z]", usage) if flag != "--no"}  # "--no-..." = negation
     assert named, "no flags found in the README"
     assert sorted(named - options) == []

@@ -59,6 +59,7 @@ PACKAGES = {
     "verify.stages",
     "verify.run",
     "verify.results",
+    "verify.report",
 }
 
 

@@ -1,5 +1,6 @@
-"""Benchmarks: questions (``question``, also their JSON-LD items), rubric trait models (``traits``), and
-karenina's JSON-LD checkpoint format (``jsonld`` for documents, ``ratings`` for traits)."""
+"""Benchmarks: questions (``question``, also their JSON-LD items), rubric trait models (``traits``; their
+rubric-verdict fields in ``weighting``), and karenina's JSON-LD checkpoint format (``jsonld`` for
+documents, ``ratings`` for traits, ``properties`` for PropertyValue lists)."""
 
 from verify.benchmark.jsonld import Benchmark, load_benchmark, save_benchmark
 from verify.benchmark.question import Question

@@ -32,6 +32,7 @@ from verify.benchmark.problems import (
     warn_similar_names,
     wrong_type,
 )
+from verify.benchmark.properties import property_value, read_properties
 from verify.benchmark.question import (
     Question,
     decode_question,
@@ -40,14 +41,7 @@ from verify.benchmark.question import (
     question_label,
     read_dates,
 )
-from verify.benchmark.ratings import (
-    decode_legacy,
-    decode_ratings,
-    encode_rubric,
-    property_value,
-    read_properties,
-    rubric_of,
-)
+from verify.benchmark.ratings import decode_legacy, decode_ratings, encode_rubric, rubric_of
 from verify.benchmark.traits import Provenance, Rubric, merge_rubrics
 from verify.errors import BenchmarkError
 from verify.files import JsonProblem, parse_json, read_text, render_path, write_atomic

@@ -25,14 +25,8 @@ from verify.benchmark.problems import (
     warn_similar_names,
     wrong_type,
 )
-from verify.benchmark.ratings import (
-    decode_ratings,
-    encode_rubric,
-    json_value,
-    property_value,
-    read_properties,
-    rubric_of,
-)
+from verify.benchmark.properties import json_value, property_value, read_properties
+from verify.benchmark.ratings import decode_ratings, encode_rubric, rubric_of
 from verify.benchmark.traits import Rubric
 from verify.files import JsonProblem, parse_json
 

@@ -5,7 +5,10 @@ scope (``karenina:GlobalRegexTrait``, ``karenina:QuestionSpecificMetricRubricTra
 ``additionalProperty`` list carries its settings. :func:`decode_ratings` turns a ``rating`` list into
 trait models, reporting every problem to a :class:`Problems` collector instead of raising;
 :func:`encode_trait` writes a trait back in karenina's layout, except that ``deep_judgment_*``
-settings are always kept and unknown properties are written back verbatim.
+settings are always kept, unknown properties are written back verbatim, and the rubric-verdict
+fields (``weight``, ``required``, ``pass_threshold``, ``score_ranges``: :mod:`verify.benchmark.weighting`)
+are extra properties, written when set (karenina ignores them). Generic property helpers are in
+:mod:`verify.benchmark.properties`.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel
 
 from verify.benchmark.problems import Problems, build_model, kind_of, trait_where, wrong_type
+from verify.benchmark.properties import json_value, property_value, read_properties
 from verify.benchmark.traits import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait, Rubric
-from verify.files import JsonProblem, parse_json
+from verify.benchmark.weighting import WEIGHTING_PROPS, read_score_ranges, weighting_props
 
 Scope = Literal["global", "question"]
 _FLOAT_MAX = sys.float_info.max
@@ -38,12 +42,12 @@ _CLASSES: dict[str, type[BaseModel]] = {
 _DJ_FLAGS = ("deep_judgment_enabled", "deep_judgment_excerpt_enabled", "deep_judgment_search_enabled")
 _DJ_OPTIONAL = ("deep_judgment_max_excerpts", "deep_judgment_fuzzy_match_threshold",
                 "deep_judgment_excerpt_retry_attempts")
-_COMMON = {"higher_is_better", "summary"}
+_COMMON = {"higher_is_better", "summary", *(WEIGHTING_PROPS - {"score_ranges"})}  # score_ranges: LLM traits only
 _CALLABLE_DEFAULTS: dict[str, Any] = {"kind": "boolean", "invert_result": False, "higher_is_better": True}
 # Property names each family interprets (agentic keeps every property); others go to extra_properties.
 _KNOWN_PROPS: dict[str, frozenset[str]] = {
     "llm": frozenset({*_COMMON, *_DJ_FLAGS, *_DJ_OPTIONAL, "min_score", "max_score", "kind", "classes",
-                      "include_ground_truth"}),
+                      "include_ground_truth", "score_ranges"}),
     "regex": frozenset({*_COMMON, "pattern", "case_sensitive", "invert_result"}),
     "callable": frozenset({*_COMMON, "callable_code", "kind", "invert_result", "min_score", "max_score",
                            "classes"}),
@@ -59,57 +63,6 @@ def parse_type(value: Any) -> tuple[Scope, str] | None:
         if name.startswith(word) and name[len(word):] in FAMILIES:
             return scope, FAMILIES[name[len(word):]]  # type: ignore[return-value]
     return None
-
-
-def read_properties(
-    raw: Any, known: frozenset[str] | None, where: str, problems: Problems
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Split ``additionalProperty`` into {known name: value} and the verbatim unknown entries.
-
-    ``known=None`` treats every name as known. A PropertyValue without ``value`` reads as None; a
-    repeated name keeps the last value (as in karenina).
-    """
-    values: dict[str, Any] = {}
-    extras: list[dict[str, Any]] = []
-    if raw is not None and not isinstance(raw, list):
-        problems.add(where, wrong_type("additionalProperty", raw, "a list of PropertyValue objects"))
-        return values, extras
-    for i, entry in enumerate(raw or []):
-        name = entry.get("name") if isinstance(entry, dict) else None
-        if not isinstance(name, str):
-            _bad_property(i, entry, where, problems)
-        elif known is None or name in known:
-            value = entry.get("value")
-            if not isinstance(value, (dict, list)) or problems.check_depth(where, f"property {name!r}", value):
-                values[name] = value
-        elif problems.check_depth(where, f"property {name!r}", entry):
-            extras.append(entry)
-    return values, extras
-
-
-def _bad_property(index: int, entry: Any, where: str, problems: Problems) -> None:
-    at = f"additionalProperty[{index}]"
-    if not isinstance(entry, dict):
-        problems.add(where, wrong_type(at, entry, "a PropertyValue object"))
-    elif "name" not in entry:
-        problems.add(where, f"{at} is not a PropertyValue with a string 'name'")
-    else:
-        problems.add(where, wrong_type(f"{at}.name", entry["name"], "text"))
-
-
-def json_value(value: Any, want: type, what: str, where: str, problems: Problems) -> Any:
-    """A value stored either directly or as a JSON string (karenina accepts both); None if bad."""
-    if isinstance(value, str) and want is not str:
-        try:
-            value = parse_json(value)
-        except JsonProblem as exc:
-            problems.add(where, f"{what} is a string but not valid JSON ({exc.problem})")
-            return None
-    if not isinstance(value, want):
-        expected = "a list" if want is list else "an object" if want is dict else want.__name__
-        problems.add(where, f"{what} is {kind_of(value)}, expected {expected} (or a JSON string of one)")
-        return None
-    return value
 
 
 # ---------------------------------------------------------------------------------------- decoding
@@ -213,6 +166,7 @@ def decode_trait(rating: dict[str, Any], family: str, where: str, problems: Prob
         data["summary"] = values.pop("summary")
     if values.get("classes") is not None and family in ("llm", "callable"):
         values["classes"] = json_value(values["classes"], dict, "classes", where, problems)
+    read_score_ranges(values, where, problems)
     decode = {"llm": _llm_fields, "callable": _callable_fields, "metric": _metric_fields,
               "agentic": _agentic_fields}.get(family, _as_is)
     data.update(decode(values, _Bounds(*bounds), where, problems))
@@ -306,14 +260,6 @@ def _agentic_fields(
 # ---------------------------------------------------------------------------------------- encoding
 
 
-def property_value(name: str, value: Any) -> dict[str, Any]:
-    """A PropertyValue; a None value has no ``value`` key (karenina dumps with exclude_none)."""
-    entry: dict[str, Any] = {"@type": "PropertyValue", "name": name}
-    if value is not None:
-        entry["value"] = value
-    return entry
-
-
 def _score_bounds(trait: Any) -> tuple[float, float]:
     top, bottom = trait.max_score, trait.min_score
     return (float(top) if top is not None else 5.0), (float(bottom) if bottom is not None else 1.0)
@@ -397,6 +343,7 @@ def encode_trait(trait: AnyTrait, scope: Scope, dynamic: bool = False) -> dict[s
         props += [(k, getattr(trait, k)) for k in ("tp_instructions", "tn_instructions") if getattr(trait, k)]
     else:
         suffix, bounds, props = _encode_agentic(trait)
+    props += weighting_props(trait) if not isinstance(trait, AgenticTrait) else []  # agentic: in its properties
     if trait.summary is not None:
         props.append(("summary", trait.summary))
     if dynamic:

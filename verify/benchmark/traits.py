@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from verify.benchmark.weighting import SCALE, ScoreRange, check_ranges, shorthand_ranges
 
 TraitKind = Literal["boolean", "score", "literal", "template"]
 Provenance = Literal["global", "question_specific"]
@@ -26,6 +28,11 @@ class _Trait(BaseModel):
         default_factory=list,
         description="additionalProperty entries verify does not interpret, kept verbatim on save.",
     )
+    # the rubric verdict (verify.benchmark.weighting; AgentV's rubric fields)
+    weight: float = Field(default=1.0, gt=0, allow_inf_nan=False, description="Share of the weighted rubric score.")
+    required: bool = Field(default=False, description="A failing required trait fails the rubric verdict.")
+    pass_threshold: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Bar (0-1, normalised) for the trait to pass; unset: the run's.")
 
     @field_validator("name")
     @classmethod
@@ -54,9 +61,13 @@ class LLMTrait(_Trait):
     deep_judgment_fuzzy_match_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     deep_judgment_excerpt_retry_attempts: int | None = Field(default=None, ge=0)
     deep_judgment_search_enabled: bool = False
+    score_ranges: Annotated[list[ScoreRange] | None, BeforeValidator(shorthand_ranges)] = Field(
+        default=None, description="Analytic levels on a 0-10 score, shown to the judge (AgentV's score_ranges).")
 
     @model_validator(mode="after")
     def _kind_rules(self) -> LLMTrait:
+        if self.score_ranges:
+            self._analytic_scale(self.score_ranges)
         if self.kind == "literal":
             classes = self.classes or {}
             if not 2 <= len(classes) <= 20:
@@ -73,7 +84,21 @@ class LLMTrait(_Trait):
                 )
         elif self.kind == "template" and self.deep_judgment_enabled:
             raise ValueError(f"template-kind trait {self.name!r} cannot enable deep judgment")
+        if self.kind == "template" and (self.required or self.pass_threshold is not None or self.weight != 1.0):
+            raise ValueError(f"template-kind trait {self.name!r} has no single score to weigh: remove its weight, "
+                             "required and pass_threshold")
         return self
+
+    def _analytic_scale(self, ranges: list[ScoreRange]) -> None:
+        """score_ranges put the trait on AgentV's 0-10 scale: set when left out, refused when another."""
+        if self.kind != "score":
+            raise ValueError(f"trait {self.name!r}: score_ranges need kind 'score' (a 0-10 score), not {self.kind!r}")
+        check_ranges(self.name, ranges)
+        if not self.model_fields_set & {"min_score", "max_score"}:
+            self.min_score, self.max_score = SCALE
+        elif (self.min_score, self.max_score) != SCALE:
+            raise ValueError(f"trait {self.name!r}: score_ranges are on 0-10, but the trait scores "
+                             f"{self.min_score}-{self.max_score}; set min_score 0 and max_score 10 (or leave both out)")
 
     @property
     def class_names(self) -> list[str]:
@@ -165,6 +190,13 @@ class AgenticTrait(_Trait):
 
     trait_type: Literal["agentic"] = "agentic"
     properties: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _not_weighed(self) -> AgenticTrait:
+        if self.required or self.pass_threshold is not None:  # it is never judged, so it could never pass
+            raise ValueError(f"agentic trait {self.name!r} is not evaluated yet: it cannot be required or have a "
+                             "pass_threshold")
+        return self
 
 
 Trait = Annotated[

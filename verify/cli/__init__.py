@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import typer.core
 
 from verify.cli.inputs import (
     build_config,
@@ -40,9 +41,21 @@ from verify.cli.karenina import (
 from verify.errors import RunInterrupted, UserError
 from verify.secrets import install_log_filter, register_config_secrets, register_env_secrets, scrub
 
+
+class _RunByDefault(typer.core.TyperGroup):
+    """``verify FILE ...`` runs (the ``run`` command, as karenina's ``verify``); ``verify report ...``
+    is a command of its own."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
 app = typer.Typer(
-    add_completion=False, pretty_exceptions_show_locals=False, no_args_is_help=True,
-    help="Verify LLM answers against a karenina-style benchmark: rubrics, deep judgment, templates.",
+    cls=_RunByDefault, add_completion=False, pretty_exceptions_show_locals=False, no_args_is_help=True,
+    help="Verify LLM answers against a karenina-style benchmark: rubrics, deep judgment, templates. "
+    "`verify FILE ...` runs (see `verify run --help`); `verify report RESULTS` makes the evidence page.",
 )
 
 Opt = typer.Option
@@ -59,7 +72,7 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.command(cls=ResumeAwareCommand)
+@app.command("run", cls=ResumeAwareCommand)
 def verify(  # noqa: PLR0913 - one flag per karenina option, by design
     benchmark: Annotated[Path | None, typer.Argument(help="karenina checkpoint (.jsonld); not needed with --resume PATH")] = None,
     preset: Annotated[str | None, Opt(help="preset file, or a name in ./presets", rich_help_panel=RUN)] = None,
@@ -88,7 +101,9 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
     include_unfinished: Annotated[bool, Opt(help="also verify questions not marked finished", rich_help_panel=RUN)] = False,
     no_cache: Annotated[bool, Opt("--no-cache", help="do not read or write the response cache", rich_help_panel=RUN)] = False,
     cache_dir: Annotated[Path, Opt(help="response cache directory", rich_help_panel=RUN)] = Path(".verify-cache"),
-    fail_under: Annotated[float | None, Opt(min=0.0, max=1.0, help="exit 4 when the pass rate (of complete tasks) is below RATE (0-1)", rich_help_panel=RUN)] = None,
+    report_path: Annotated[Path | None, Opt("--report", help="also write the evidence page (HTML) of this run", rich_help_panel=RUN)] = None,
+    gate: Annotated[list[str] | None, Opt("--gate", help='exit 4 unless EXPR holds, e.g. "pass_rate >= 0.9", "mean(clarity) >= 4" (repeatable)', rich_help_panel=RUN)] = None,
+    fail_under: Annotated[float | None, Opt(min=0.0, max=1.0, help="exit 4 when the pass rate (of complete tasks) is below RATE (0-1): the gate 'pass_rate >= RATE'", rich_help_panel=RUN)] = None,
     min_coverage: Annotated[float, Opt(min=0.0, max=1.0, help="exit 5 when the share of evaluations judged is below RATE (0-1)", rich_help_panel=RUN)] = 1.0,
     run_name: Annotated[str | None, Opt(help="name stored in every result", rich_help_panel=RUN)] = None,
     prices: Annotated[Path | None, Opt(help='price table JSON {model: {"input_per_million": $, "output_per_million": $}}', rich_help_panel=RUN)] = None,
@@ -271,6 +286,13 @@ def _main(flags: dict[str, Any]) -> int:
         typer.echo(f"run directory: {directory.path}", err=True)
     if options.output is None:
         options.output = Path("verify-results") / f"{Path(flags['benchmark']).stem}.json"
+    if flags["report_path"] is not None and options.output.suffix.lower() not in (".json", ".jsonl"):
+        raise UserError(f"--report needs a .json or .jsonl --output, not {options.output.name}",
+                        "write the results as .json (a CSV holds no evidence to show)")
+    if flags["report_path"] is not None and Path(flags["report_path"]).resolve() in {
+            p.resolve() for p in [options.output, *run_inputs(flags)]}:
+        raise UserError(f"--report {flags['report_path']} names the results file or an input of the run",
+                        "give the page its own name, e.g. --report report.html")
     try:
         outcome = run_verification(bench, config, **vars(options))
     except KeyboardInterrupt:  # a second Ctrl-C: the hard way out
@@ -293,6 +315,8 @@ def _main(flags: dict[str, Any]) -> int:
     from verify.results.report import render_summary
 
     render_summary(outcome)
+    if flags["report_path"] is not None and outcome.output is not None:
+        typer.echo(f"report: {write_page([outcome.output], flags['report_path'])}")
     if outcome.summary.errors:
         for message, count in sorted(outcome.summary.error_messages.items(), key=lambda kv: -kv[1])[:3]:
             typer.secho(f"error ({count} task(s)): {scrub(message)}", err=True, fg="red")
@@ -306,8 +330,12 @@ def _main(flags: dict[str, Any]) -> int:
             err=True, fg="red",
         )
         return 5
-    if flags["fail_under"] is not None and outcome.summary.pass_rate < flags["fail_under"]:
-        typer.secho(f"pass rate {outcome.summary.pass_rate:.3f} is below --fail-under {flags['fail_under']}", err=True, fg="red")
+    from verify.results.gates import failed_gates
+
+    failed = failed_gates(outcome.summary)
+    for gate in failed:
+        typer.secho(gate.line(), err=True, fg="red")
+    if failed:
         return 4
     return 0
 
@@ -323,6 +351,36 @@ def _resume_advice(results: list[Any]) -> str:
         return "--resume would not change them (fix the cause and rerun with --overwrite)"
     parts = ", ".join(f"{n} {reason}" for reason, n in reasons.most_common())
     return f"rerun with --resume to run {sum(reasons.values())} of them again ({parts})"
+
+
+@app.command("report")
+def report(
+    results: Annotated[list[Path], typer.Argument(help="results file (.json or .jsonl); two to compare runs")],
+    output: Annotated[Path, Opt("--output", "-o", help="the HTML file to write")] = Path("report.html"),
+    title: Annotated[str | None, Opt(help="page title")] = None,
+) -> None:
+    """Write one self-contained HTML page: every score with the quotes it rests on, highlighted in the answer."""
+    install_log_filter()
+    try:
+        if not 1 <= len(results) <= 2:
+            raise UserError(f"verify report takes one or two results files, got {len(results)}",
+                            "verify report RUN.json [OTHER_RUN.json] -o report.html")
+        for path in results:
+            if not path.is_file():
+                raise UserError(f"results file {path} does not exist", "give the --output of a verify run")
+        written = write_page(results, output, title)
+    except UserError as exc:
+        typer.secho(f"error: {scrub(exc.message)}", err=True, fg="red")
+        if exc.hint:
+            typer.echo(f"hint: {scrub(exc.hint)}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"report: {written}")
+
+
+def write_page(results: list[Path], output: Path, title: str | None = None) -> Path:
+    from verify.report import write_report
+
+    return write_report(results, output, title=title)
 
 
 _PROCESS = {"own": False}

@@ -152,6 +152,9 @@ def build_config(flags: dict[str, Any], saved: dict[str, Any] | None = None) -> 
     from_saved = saved is not None and not flags["preset"]
     if traces is not None and not from_saved:  # a saved config got them above
         ov["manual_traces"] = traces
+    extra_gates = [*(flags.get("gate") or []), *([f"pass_rate >= {flags['fail_under']}"] if flags.get("fail_under") is not None else [])]
+    if extra_gates:
+        ov["gates"] = [*(base.gates if base is not None else []), *extra_gates]
     if flags.get("trust_checkpoint_code"):
         ov["trust_checkpoint_code"] = True
     for item in flags["set_"] or []:

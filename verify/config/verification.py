@@ -43,6 +43,7 @@ from verify.config.deep_judgment import (
     search_tool_label,
 )
 from verify.config.environment import apply_environment
+from verify.config.gates import GateText
 from verify.config.models import (
     DEEP_AGENT_INTERFACES,
     DEFAULT_ANSWERING_SYSTEM_PROMPT,
@@ -165,6 +166,9 @@ class VerificationConfig(KareninaConfigMethods, BaseModel):
     replay_parse_on_hydration_mismatch: Literal["fall_through", "strict"] = "fall_through"
     skip_triples: Any = Field(default=None, exclude=True, repr=False)
 
+    rubric_pass_threshold: float | None = Field(default=None, ge=0.0, le=1.0, description="Set: every rubric gets a "
+        "verdict, its weighted score must reach this. Unset: only rubrics with weights etc., at AgentV's 0.8.")
+    gates: list[GateText] = Field(default_factory=list, description='Run-level conditions, e.g. "pass_rate >= 0.9" (--gate).')
     trust_checkpoint_code: bool = Field(
         default=False,
         description="Run callable traits stored as cloudpickle (karenina's format). Unpickling runs "
@@ -230,21 +234,11 @@ class VerificationConfig(KareninaConfigMethods, BaseModel):
         problems: list[tuple[str, str]] = []
         self._check_models(problems)
         if self.deep_judgment_rubric_mode == "custom" and self.deep_judgment_rubric_config is None:
-            problems.append(
-                (
-                    "deep_judgment_rubric_config",
-                    "deep_judgment_rubric_mode='custom' needs deep_judgment_rubric_config; pass "
-                    "--deep-judgment-rubric-config FILE or set it in the preset",
-                )
-            )
+            problems.append(("deep_judgment_rubric_config", "deep_judgment_rubric_mode='custom' needs "
+                             "deep_judgment_rubric_config; pass --deep-judgment-rubric-config FILE or set it in the preset"))
         if self.deep_judgment_mode == "reasoning_only" and self.deep_judgment_search_enabled:
-            problems.append(
-                (
-                    "deep_judgment_search_enabled",
-                    "search needs excerpts, which deep_judgment_mode='reasoning_only' skips; use "
-                    "deep_judgment_mode='full' or set deep_judgment_search_enabled=false",
-                )
-            )
+            problems.append(("deep_judgment_search_enabled", "search needs excerpts, which deep_judgment_mode="
+                             "'reasoning_only' skips; use deep_judgment_mode='full' or set deep_judgment_search_enabled=false"))
         if self.deep_judgment_search_enabled:
             check_search_tool("deep_judgment_search_tool", self.deep_judgment_search_tool, problems)
         if self.rubric_search_may_run:

@@ -144,6 +144,10 @@ def render_trait(trait: LLMTrait | MetricTrait) -> str:
         if trait.kind == "literal":
             classes = "; ".join(f"{k}: {v}" for k, v in (trait.classes or {}).items())
             desc += f"\nClasses: {classes}"
+        if trait.score_ranges:  # analytic levels (AgentV): what each band of the 0-10 score means
+            levels = (f"- {lo}-{hi}: {r.description}" if lo != hi else f"- {lo}: {r.description}"
+                      for r in sorted(trait.score_ranges, key=lambda r: r.range) for lo, hi in [r.range])
+            desc += "\nScore levels (pick the score from the level the response reaches):\n" + "\n".join(levels)
     return f"<trait {attrs}>{desc}</trait>"
 
 

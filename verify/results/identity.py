@@ -27,6 +27,7 @@ EXECUTION_ONLY = frozenset({
     "async_enabled", "async_max_workers", "max_concurrent_requests", "batch_timeout_seconds", "task_ordering",
     "answerer_concurrency_limits", "request_timeout", "retry_policy", "custom_error_patterns",
     "max_requeue_count", "db_config",
+    "gates",  # checked against the finished run; they change no task's result
 })
 #: Per-model fields of the same kind (and credentials, which are masked anyway).
 MODEL_EXECUTION_ONLY = frozenset({

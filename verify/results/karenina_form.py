@@ -107,7 +107,9 @@ def karenina_failure(result: VerificationResult) -> dict[str, Any] | None:
     incomplete result did not judge."""
     failure = result.metadata.failure
     if failure is not None:
-        category = failure.category if failure.category in KARENINA_FAILURE_GROUPS else "unexpected_error"
+        # verify's own categories in karenina's terms: a failed rubric verdict (group content) is content
+        own = "content" if failure.group == "content" else "unexpected_error"
+        category = failure.category if failure.category in KARENINA_FAILURE_GROUPS else own
         # masked here already, so masking the whole export later cannot push it past karenina's 500 characters
         return {"category": category, "stage": failure.stage, "reason": scrub(failure.reason)[:500], "details": None,
                 "group": KARENINA_FAILURE_GROUPS[category]}

@@ -179,6 +179,29 @@ class TraitOutcome(_Model):
     )
 
 
+class TraitWeighing(_Model):
+    """One trait's part in the rubric verdict (:mod:`verify.results.rubric_verdict`)."""
+
+    normalised: float | None = Field(default=None, description="the score on 0-1, 1 best; None: not judged")
+    weight: float = 1.0
+    required: bool = False
+    pass_at: float = Field(description="the bar normalised must reach: the trait's pass_threshold, else the rubric's")
+    passed: bool | None = Field(default=None, description="None: not judged")
+
+
+class RubricVerdict(_Model):
+    """The task's weighted rubric score (AgentV's formula: sum of normalised score x weight over the total
+    weight) and, when the rubric or the config asks for one, its verdict."""
+
+    score: float | None = Field(default=None, description="None when a weighed trait was not judged")
+    threshold: float
+    verdict: Verdict | None = Field(
+        default=None, description="None when no verdict was asked for (karenina's behaviour: scores only)")
+    reason: str | None = None
+    failed_required: list[str] = Field(default_factory=list, description="required traits that did not pass")
+    traits: dict[str, TraitWeighing] = Field(default_factory=dict, description="the weighed traits")
+
+
 class RubricSection(_Model):
     rubric_evaluation_performed: bool = True
     rubric_evaluation_strategy: str = "batch"
@@ -190,6 +213,7 @@ class RubricSection(_Model):
     metric_trait_confusion_lists: dict[str, dict[str, list[str]]] | None = None
     trait_provenance: dict[str, str] = Field(default_factory=dict)
     trait_status: dict[str, TraitOutcome] = Field(default_factory=dict)
+    rubric_verdict: RubricVerdict | None = None
 
 
 class Excerpt(_Model):

@@ -13,6 +13,7 @@ from verify.benchmark.traits import CallableTrait, LLMTrait, MetricTrait, RegexT
 from verify.config.deep_judgment import resolve_trait
 from verify.errors import ConfigError
 from verify.judging.deterministic import is_pickled
+from verify.results.verdict_plan import verdict_plan
 from verify.run.pipeline import FINALIZE, plan
 
 if TYPE_CHECKING:
@@ -45,7 +46,8 @@ def render_plan(
     deep-judgment config names a trait or question the benchmark lacks."""
     from rich.text import Text
 
-    from verify.run.tasks import check_deep_judgment_names, check_templates
+    from verify.results.gates import check_gates
+    from verify.run.tasks import check_deep_judgment_names, check_templates, task_rubric
     from verify.templates.time_limit import DEFAULT_CODE_TIME_LIMIT
 
     notes = check_deep_judgment_names(benchmark, config)
@@ -81,6 +83,9 @@ def render_plan(
         print_wide(templates)
     else:
         console.print(f"answer templates: not used in {config.evaluation_mode} mode")
+    if config.gates:
+        check_gates(config.gates, [task_rubric(benchmark, config, q)[0] for q in questions])  # a typo fails here too
+        console.print(Text("gates: " + "; ".join(config.gates) + " (checked at the end; not met: exit 4)"))
     if not config.rubric_enabled:
         console.print("rubric traits are not evaluated in template_only mode")
         return
@@ -108,6 +113,15 @@ def render_plan(
             else:
                 table.add_row(q.id, trait.name, trait_kind(trait), "n/a", "", "", "", "", "", "")
     print_wide(table)
+    verdicts = verdict_plan(benchmark, config, questions)
+    console.print(Text(verdicts.line))
+    if verdicts.rows:
+        weights = Table(title="rubric verdict: per-trait weighting")
+        for col in ("trait", "scope", "weight", "required", "pass at", "normalised as"):
+            weights.add_column(col)
+        for row in verdicts.rows:
+            weights.add_row(*(Text(cell) for cell in row))
+        print_wide(weights)
     if pickled:
         names = ", ".join(repr(n) for n in pickled)
         if config.trust_checkpoint_code:
@@ -146,6 +160,9 @@ def render_summary(outcome: RunOutcome) -> None:
         )
     if s.failure_categories:
         console.print("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(s.failure_categories.items())))
+    rubric = s.rubric_line()
+    if rubric:
+        console.print(rubric, markup=False, highlight=False)
     models = Table(title="by model (answering / judge)")
     for col in ("models", "passed", "complete tasks", "pass rate"):
         models.add_column(col)
@@ -154,11 +171,22 @@ def render_summary(outcome: RunOutcome) -> None:
     console.print(models)
     if s.by_trait:
         traits = Table(title="by trait")
-        for col in ("trait", "scored", "mean score", "unscored", "auto-failed"):
+        for col in ("trait", "scored", "mean score", "unscored", "auto-failed", "passed (of weighed)"):
             traits.add_column(col)
         for name, t in sorted(s.by_trait.items()):
             mean = f"{t.mean:.3f}" if t.mean is not None else "-"
-            traits.add_row(name, str(t.scored), mean, str(t.unscored), str(t.auto_failed))
+            share = f"{t.passed}/{t.weighed}" if t.weighed else "-"
+            traits.add_row(name, str(t.scored), mean, str(t.unscored), str(t.auto_failed), share)
         console.print(traits)
+    gates = s.gate_results()
+    if gates:
+        table = Table(title="gates (met when the whole run meets them)")
+        for col in ("gate", "scope", "value", "verdict"):
+            table.add_column(col)
+        for g in gates:
+            rows = [("run", g.value, g.passed), *((pair, *vp) for pair, vp in sorted(g.by_model.items()))]
+            for scope, value, met in rows:
+                table.add_row(g.gate, scope, "n/a" if value is None else f"{value:.3f}", "met" if met else "NOT MET")
+        console.print(table)
     if outcome.output:
         console.print(f"results: {outcome.output}")

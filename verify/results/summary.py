@@ -3,7 +3,9 @@
 Coverage leads: how many of the run's evaluations were judged, and why the rest were not. The
 pass rate counts complete tasks only (passed / (passed + failed)); an incomplete task is neither,
 so a gap shows as coverage below 1 and incomplete tasks, never as a better pass rate. Pickled
-callable traits the run did not trust are named on a line of their own, with the fix.
+callable traits the run did not trust are named on a line of their own, with the fix. The rubric
+line gives the mean weighted rubric score and the rubric verdicts that counted; each trait, how often
+it passed its bar; and the run's gates are measured from :class:`GateTallies` (whole run, per pair).
 
 Aggregated one result at a time, so a long run never holds every result for it.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from verify.results.gates import GateResult, GateTallies, evaluate_gates
 from verify.results.models import VerificationResult
 from verify.results.verdict import coverage_of
 
@@ -27,6 +30,8 @@ class TraitTally:
     total: float = 0.0
     normalised_total: float = 0.0
     numeric: int = 0  # scored with a number (a template-kind trait is scored with fields instead)
+    passed: int = 0  # judged and at or above its pass bar (the rubric verdict's, whether or not it counted)
+    weighed: int = 0  # judged and weighed in the rubric score
 
     @property
     def mean(self) -> float | None:
@@ -67,6 +72,10 @@ class Summary:
     unpriced_models: set[str] = field(default_factory=set)
     untrusted: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     """Pickled callable traits skipped because the run does not trust the checkpoint, and in how many tasks."""
+    gates: list[str] = field(default_factory=list)
+    """The run's gates (``config.gates``), evaluated by :meth:`gate_results`."""
+    tallies: GateTallies = field(default_factory=GateTallies)
+    """What gates measure, for the whole run and per model pair (also the rubric score and verdicts)."""
 
     def _cost(self, model: str, input_tokens: int, output_tokens: int) -> float:
         price = (self.prices or {}).get(model)
@@ -100,6 +109,7 @@ class Summary:
         self.by_code += coverage.by_code_total
         for why in coverage.unscored.values():
             self.unscored[why] += 1
+        self.tallies.add(key, result, coverage)
         if meta.errors:
             self.errors += 1
             message = meta.errors[-1].message
@@ -131,8 +141,12 @@ class Summary:
             risks = dj.rubric_hallucination_risk_assessment or {}
             self.dj_high_risk += sum(1 for r in risks.values() if r.overall_risk in ("medium", "high"))
         if result.rubric:
+            weighed = result.rubric.rubric_verdict.traits if result.rubric.rubric_verdict else {}
             for name, outcome in result.rubric.trait_status.items():
                 tally = self.by_trait[name]
+                if name in weighed and weighed[name].passed is not None:
+                    tally.weighed += 1
+                    tally.passed += bool(weighed[name].passed)
                 if outcome.status == "scored":
                     tally.scored += 1
                     if outcome.score is not None:
@@ -154,6 +168,24 @@ class Summary:
         return (f"not run (untrusted code): {len(self.untrusted)} callable trait(s) stored as cloudpickle, "
                 f"{sum(self.untrusted.values())} evaluation(s) left unjudged: {names}; rerun with "
                 "--trust-checkpoint-code if you trust this checkpoint")
+
+    def gate_results(self) -> list[GateResult]:
+        return evaluate_gates(self.gates, self.tallies)
+
+    def rubric_line(self) -> str | None:
+        """"rubric: mean weighted score 0.812 over 40 task(s); verdict given for 40: passed 30, ..."; None
+        when no rubric was weighed."""
+        overall = self.tallies.overall
+        score = overall.rubric_score
+        if score is None and not overall.rubric_verdicts:
+            return None
+        line = f"rubric: mean weighted score {score:.3f} over {overall.rubric_scored} task(s)" if score is not None \
+            else "rubric: no task's rubric was fully judged"
+        given = sum(overall.rubric_verdicts.values())
+        if given:
+            counts = ", ".join(f"{v} {overall.rubric_verdicts.get(v, 0)}" for v in ("passed", "failed", "incomplete"))
+            return f"{line}; rubric verdict given for {given} task(s): {counts}"
+        return f"{line}; no rubric verdict (none asked for: scores only, as in karenina)"
 
     @property
     def pass_rate(self) -> float:

@@ -9,7 +9,9 @@ loop's own last step and always runs.
 Failure classification: stages record auto-fails as they happen (the first one wins); a False
 template verdict becomes the ``content`` failure (stage ``verify_template``) at finalize time, so
 the embedding check can still overturn it and deep-judgment auto-fails take precedence, as in
-karenina's classifier.
+karenina's classifier. A failed rubric verdict (:mod:`verify.results.rubric_verdict`, only when the
+rubric or the config asks for one) comes next: ``required_trait`` or ``rubric_threshold``, group
+``content``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from verify.results.models import (
     TemplateSection,
     VerificationResult,
 )
+from verify.results.rubric_verdict import verdict_failure, weigh
 from verify.results.verdict import coverage_of, verdict_of
 from verify.secrets import redact
 from verify.stages import Stage
@@ -102,6 +105,11 @@ def finalize(state: TaskState, deps: Deps, started: float) -> VerificationResult
     tpl = state.template
     if state.failure is None and tpl.section.template_verification_performed and tpl.section.verify_result is False:
         state.fail("content", "verify_template", tpl.verify_reason or "template verification failed", "content")
+    if state.rubric is not None:  # the weighted score always; a failed verdict (when asked for) fails the task
+        state.rubric.rubric_verdict = weigh(task.rubric, state.rubric, deps.config)
+        failed = verdict_failure(state.rubric.rubric_verdict)
+        if failed is not None:
+            state.fail(failed[0], "rubric_evaluation", failed[1], "content")
     if state.failure is None and state.errors:
         err = state.errors[-1]
         group = "retry" if err.category in TRANSIENT_CATEGORIES else "system"

@@ -110,16 +110,16 @@ class RunOutcome:
 def run_header(
     config: VerificationConfig, stages: Sequence[Stage], run_name: str | None, tasks: int,
     structured_output: dict[str, str] | None = None, identity: dict[str, Any] | None = None,
-    benchmark_path: str | None = None,
+    benchmark_path: str | None = None, gates: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """What a results file says about itself: versions, the effective config (secrets masked),
-    the plan, the config warnings, and the structured-output method each model ended up with."""
+    the plan, the config warnings, each model's structured-output method, and each gate's value and verdict."""
     return {
         "schema_version": SCHEMA_VERSION, "verify_version": verify_version(), "run_name": run_name,
         "evaluation_mode": config.evaluation_mode, "tasks": tasks,
         "plan": [*(stage.name for stage in stages), FINALIZE], "config_warnings": config_warnings(config),
         "structured_output": structured_output or {}, "config": config_to_dict(config),
-        "benchmark": benchmark_path, "identity": identity or {},
+        "benchmark": benchmark_path, "identity": identity or {}, "gates": gates or [],
     }
 
 
@@ -197,7 +197,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
         except OSError as exc:
             raise ConfigError(f"cannot write {progress_file}: {exc.strerror or exc}", "pick a writable --output") from None
     memo = AnswerMemo(sharers=len(config.parsing_models))  # entries dropped once every judge took them
-    summary = Summary(prices=options.prices)
+    summary = Summary(prices=options.prices, gates=config.gates)
     results: list[VerificationResult] = []
     all_tasks = list(build_tasks(benchmark, config, questions)) if options.progress else None
     total = len(all_tasks) if all_tasks is not None else None
@@ -299,11 +299,12 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
             writer.close()
     warnings = config_warnings(config)
     if progress_file is not None and options.output is not None:
-        summary = Summary(prices=options.prices)
+        summary = Summary(prices=options.prices, gates=config.gates)
         for r in latest_results(progress_file):
             summary.add(r)
         header = run_header(config, stages, options.run_name, summary.total,
-                            services.structured_output_methods(), identity, _source(benchmark))
+                            services.structured_output_methods(), identity, _source(benchmark),
+                            [gate.as_dict() for gate in summary.gate_results()])
         try:
             export(latest_results(progress_file), options.output, header=header)
         except OSError as exc:
