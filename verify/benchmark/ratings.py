@@ -20,14 +20,23 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel
 
+from verify.benchmark.judge_ratings import GRADER_PROPS, JUDGE_PROP, grader_props, judge_data, judge_props
 from verify.benchmark.problems import Problems, build_model, kind_of, trait_where, wrong_type
 from verify.benchmark.properties import json_value, property_value, read_properties
-from verify.benchmark.traits import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait, Rubric
+from verify.benchmark.traits import (
+    AgenticTrait,
+    CallableTrait,
+    LLMTrait,
+    MetricTrait,
+    RegexTrait,
+    Rubric,
+    SchemaJudgeTrait,
+)
 from verify.benchmark.weighting import WEIGHTING_PROPS, read_score_ranges, weighting_props
 
 Scope = Literal["global", "question"]
 _FLOAT_MAX = sys.float_info.max
-AnyTrait = LLMTrait | RegexTrait | CallableTrait | MetricTrait | AgenticTrait
+AnyTrait = LLMTrait | RegexTrait | CallableTrait | MetricTrait | AgenticTrait | SchemaJudgeTrait
 
 PREFIX = "karenina:"
 # additionalType suffix (after Global / QuestionSpecific) -> trait family
@@ -47,7 +56,7 @@ _CALLABLE_DEFAULTS: dict[str, Any] = {"kind": "boolean", "invert_result": False,
 # Property names each family interprets (agentic keeps every property); others go to extra_properties.
 _KNOWN_PROPS: dict[str, frozenset[str]] = {
     "llm": frozenset({*_COMMON, *_DJ_FLAGS, *_DJ_OPTIONAL, "min_score", "max_score", "kind", "classes",
-                      "include_ground_truth", "score_ranges"}),
+                      "include_ground_truth", "score_ranges", *GRADER_PROPS, JUDGE_PROP}),
     "regex": frozenset({*_COMMON, "pattern", "case_sensitive", "invert_result"}),
     "callable": frozenset({*_COMMON, "callable_code", "kind", "invert_result", "min_score", "max_score",
                            "classes"}),
@@ -167,6 +176,10 @@ def decode_trait(rating: dict[str, Any], family: str, where: str, problems: Prob
     if values.get("classes") is not None and family in ("llm", "callable"):
         values["classes"] = json_value(values["classes"], dict, "classes", where, problems)
     read_score_ranges(values, where, problems)
+    if family == "llm" and values.get(JUDGE_PROP) is not None:  # a schema judge stored as an LLM rating
+        judge: SchemaJudgeTrait | None = build_model(SchemaJudgeTrait, judge_data(data, values, where, problems),
+                                                     where, problems)
+        return judge if problems.count == start else None
     decode = {"llm": _llm_fields, "callable": _callable_fields, "metric": _metric_fields,
               "agentic": _agentic_fields}.get(family, _as_is)
     data.update(decode(values, _Bounds(*bounds), where, problems))
@@ -283,7 +296,7 @@ def _encode_llm(trait: LLMTrait) -> tuple[str, tuple[float, float], list[tuple[s
         suffix, bounds = "RubricTrait", (1.0, 0.0) if trait.kind == "boolean" else _score_bounds(trait)
     if trait.include_ground_truth:
         props.append(("include_ground_truth", True))
-    return suffix, bounds, props
+    return suffix, bounds, props + grader_props(trait)
 
 
 def _encode_callable(trait: CallableTrait) -> tuple[str, tuple[float, float], list[tuple[str, Any]]]:
@@ -336,6 +349,8 @@ def encode_trait(trait: AnyTrait, scope: Scope, dynamic: bool = False) -> dict[s
                  ("invert_result", trait.invert_result), ("higher_is_better", trait.higher_is_better)]
     elif isinstance(trait, CallableTrait):
         suffix, bounds, props = _encode_callable(trait)
+    elif isinstance(trait, SchemaJudgeTrait):
+        suffix, bounds, props = "RubricTrait", (1.0, 0.0), judge_props(trait)
     elif isinstance(trait, MetricTrait):
         suffix, bounds = "MetricRubricTrait", (1.0, 0.0)
         props = [("metrics", list(trait.metrics)), ("repeated_extraction", trait.repeated_extraction),
@@ -348,7 +363,7 @@ def encode_trait(trait: AnyTrait, scope: Scope, dynamic: bool = False) -> dict[s
         props.append(("summary", trait.summary))
     if dynamic:
         suffix = "DynamicRubricTrait"
-        props.append(("dynamic_trait_type", trait.trait_type))
+        props.append(("dynamic_trait_type", "llm" if isinstance(trait, SchemaJudgeTrait) else trait.trait_type))
     rating: dict[str, Any] = {"@type": "Rating"}
     if trait.id is not None:
         rating["@id"] = trait.id

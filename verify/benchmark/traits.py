@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from verify.benchmark.grader_prompt import grader_temperature, prompt_problems
+from verify.benchmark.judge_spec import SchemaJudgeSpec
 from verify.benchmark.weighting import SCALE, ScoreRange, check_ranges, shorthand_ranges
 
 TraitKind = Literal["boolean", "score", "literal", "template"]
@@ -63,9 +65,15 @@ class LLMTrait(_Trait):
     deep_judgment_search_enabled: bool = False
     score_ranges: Annotated[list[ScoreRange] | None, BeforeValidator(shorthand_ranges)] = Field(
         default=None, description="Analytic levels on a 0-10 score, shown to the judge (AgentV's score_ranges).")
+    # letta's prompt graders (verify.benchmark.grader_prompt): the trait's own prompt, scored 0.0-1.0
+    prompt: str | None = Field(default=None, description="Grader prompt: {input} {submission} {ground_truth} {rubric}.")
+    model: str | None = Field(default=None, description="The grader's own model name (letta); recorded.")
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0, description="The grader's temperature (letta).")
 
     @model_validator(mode="after")
     def _kind_rules(self) -> LLMTrait:
+        if self.prompt is not None:
+            self._grader_rules(self.prompt)
         if self.score_ranges:
             self._analytic_scale(self.score_ranges)
         if self.kind == "literal":
@@ -88,6 +96,23 @@ class LLMTrait(_Trait):
             raise ValueError(f"template-kind trait {self.name!r} has no single score to weigh: remove its weight, "
                              "required and pass_threshold")
         return self
+
+    @property
+    def grader_temperature(self) -> float | None:
+        """The temperature this grader runs at (letta: 1.0 for reasoning models, whatever is set)."""
+        return grader_temperature(self.model, self.temperature)
+
+    def _grader_rules(self, prompt: str) -> None:
+        """A prompt grader scores 0.0-1.0 (a score trait 0-1, so its normalised score is the score as is)."""
+        problems = prompt_problems(self.name, prompt)
+        if self.kind != "score" or self.score_ranges or self.deep_judgment_enabled:
+            problems.append(f"trait {self.name!r}: a prompt grader is a plain 0-1 score trait (no kind "
+                            f"{self.kind!r}, score_ranges or deep judgment)")
+        if self.model_fields_set & {"min_score", "max_score"} and (self.min_score, self.max_score) != (0, 1):
+            problems.append(f"trait {self.name!r}: a prompt grader scores 0-1; leave min_score/max_score out")
+        if problems:
+            raise ValueError("; ".join(problems))
+        self.min_score, self.max_score = 0, 1
 
     def _analytic_scale(self, ranges: list[ScoreRange]) -> None:
         """score_ranges put the trait on AgentV's 0-10 scale: set when left out, refused when another."""
@@ -199,8 +224,20 @@ class AgenticTrait(_Trait):
         return self
 
 
+class SchemaJudgeTrait(_Trait):
+    """A Docent-style judge (:class:`~verify.benchmark.judge_spec.SchemaJudgeSpec`) as a rubric trait:
+    the judge fills the spec's output schema, cited fields are proven against the answer, and the
+    spec's ``verdict_field`` (when set) gives the trait's score: a boolean, a value in ``pass_values``
+    (true/false) or a number on its schema range. Without ``verdict_field`` the output is recorded
+    and the trait is not weighed."""
+
+    trait_type: Literal["schema_judge"] = "schema_judge"
+    judge: SchemaJudgeSpec
+    higher_is_better: bool | None = True
+
+
 Trait = Annotated[
-    LLMTrait | RegexTrait | CallableTrait | MetricTrait | AgenticTrait,
+    LLMTrait | RegexTrait | CallableTrait | MetricTrait | AgenticTrait | SchemaJudgeTrait,
     Field(discriminator="trait_type"),
 ]
 

@@ -31,6 +31,8 @@ class Purpose(enum.StrEnum):
     RUBRIC_LITERAL_BATCH = "rubric_literal_batch"
     RUBRIC_SINGLE = "rubric_single"
     RUBRIC_METRIC = "rubric_metric"
+    RUBRIC_GRADER = "rubric_grader"  # a letta-style prompt grader: {score, rationale}
+    RUBRIC_SCHEMA_JUDGE = "rubric_schema_judge"  # a Docent-style schema judge: its own output schema
     DJ_EXCERPTS = "dj_excerpts"
     DJ_HALLUCINATION = "dj_hallucination"
     DJ_REASONING = "dj_reasoning"
@@ -81,7 +83,8 @@ _TEMPLATE_DJ = frozenset(
 )
 _RUBRIC_DJ = frozenset({Purpose.DJ_EXCERPTS, Purpose.DJ_HALLUCINATION, Purpose.DJ_REASONING, Purpose.DJ_SCORE})
 _RUBRIC_EVALUATION = frozenset(
-    {Purpose.RUBRIC_BATCH, Purpose.RUBRIC_LITERAL_BATCH, Purpose.RUBRIC_SINGLE, Purpose.RUBRIC_METRIC}
+    {Purpose.RUBRIC_BATCH, Purpose.RUBRIC_LITERAL_BATCH, Purpose.RUBRIC_SINGLE, Purpose.RUBRIC_METRIC,
+     Purpose.RUBRIC_GRADER, Purpose.RUBRIC_SCHEMA_JUDGE}
 )
 
 

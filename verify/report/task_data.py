@@ -47,6 +47,10 @@ def task_status(result: VerificationResult) -> str:
 
 def trait_kind(name: str, rubric: RubricSection, outcome: TraitOutcome | None) -> str:
     """The trait's kind as far as its result shows it (results do not carry the rubric)."""
+    if rubric.schema_judgments and name in rubric.schema_judgments:
+        return "schema_judge"
+    if outcome is not None and outcome.rationale is not None:
+        return "grader"
     for kind, scores in (("regex", rubric.regex_trait_scores), ("callable", rubric.callable_trait_scores),
                          ("metric", rubric.metric_trait_scores), ("literal", rubric.llm_trait_labels)):
         if scores and name in scores:

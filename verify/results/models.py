@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from verify.results.schema_judgment import SchemaJudgment
+
 SCHEMA_VERSION = "1.0"
 
 
@@ -177,6 +179,7 @@ class TraitOutcome(_Model):
     label_read_as: str | None = Field(
         default=None, description="the judge's label as written, when it was mapped leniently to a class name"
     )
+    rationale: str | None = Field(default=None, description="a prompt grader's explanation of its score")
 
 
 class TraitWeighing(_Model):
@@ -214,6 +217,8 @@ class RubricSection(_Model):
     trait_provenance: dict[str, str] = Field(default_factory=dict)
     trait_status: dict[str, TraitOutcome] = Field(default_factory=dict)
     rubric_verdict: RubricVerdict | None = None
+    schema_judgments: dict[str, SchemaJudgment] | None = Field(
+        default=None, description="schema-judge traits: Docent's result (output or failure) and proven citations")
 
 
 class Excerpt(_Model):

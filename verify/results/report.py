@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from verify.benchmark.traits import CallableTrait, LLMTrait, MetricTrait, RegexTrait
+from verify.benchmark.traits import CallableTrait, LLMTrait, MetricTrait, RegexTrait, SchemaJudgeTrait
 from verify.config.deep_judgment import resolve_trait
 from verify.errors import ConfigError
 from verify.judging.deterministic import is_pickled
@@ -29,7 +29,9 @@ def _console() -> Console:
 
 def trait_kind(trait: object) -> str:
     if isinstance(trait, LLMTrait):
-        return f"llm/{trait.kind}"
+        return "llm/grader (0-1)" if trait.prompt is not None else f"llm/{trait.kind}"
+    if isinstance(trait, SchemaJudgeTrait):
+        return f"schema_judge/{trait.judge.output_parsing_mode}"
     for cls, name in ((RegexTrait, "regex"), (CallableTrait, "callable"), (MetricTrait, "metric")):
         if isinstance(trait, cls):
             return name
@@ -103,7 +105,7 @@ def render_plan(
                 pickled[trait.name] = None
                 run = "runs in a worker (trusted)" if config.trust_checkpoint_code else "skipped: untrusted"
                 table.add_row(q.id, trait.name, "callable (cloudpickle)", "n/a", "", "", "", "", "", run)
-            elif isinstance(trait, LLMTrait):
+            elif isinstance(trait, LLMTrait) and trait.prompt is None:  # a prompt grader never runs deep judgment
                 s = resolve_trait(config, q.id, trait)
                 if s.enabled:
                     table.add_row(q.id, trait.name, trait_kind(trait), "on", str(s.excerpt_enabled), str(s.max_excerpts),

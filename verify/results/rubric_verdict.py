@@ -30,9 +30,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from verify.benchmark.traits import CallableTrait, LLMTrait, MetricTrait, RegexTrait, Rubric
+from verify.benchmark.traits import CallableTrait, LLMTrait, MetricTrait, RegexTrait, Rubric, SchemaJudgeTrait
 from verify.benchmark.weighting import uses_weighting
 from verify.errors import ConfigError
+from verify.judging.schema_verdict import judge_position, judge_weighable
 from verify.results.models import RubricSection, RubricVerdict, TraitOutcome, TraitWeighing
 
 if TYPE_CHECKING:
@@ -66,12 +67,16 @@ def weighable(trait: Any) -> bool:
     if isinstance(trait, LLMTrait | CallableTrait):
         bounded = trait.min_score is not None and trait.max_score is not None
         return trait.kind != "template" and (trait.kind != "score" or bounded)
+    if isinstance(trait, SchemaJudgeTrait):
+        return judge_weighable(trait.judge)
     return isinstance(trait, RegexTrait | MetricTrait)
 
 
 def _position(trait: Any, score: float) -> float:
     if isinstance(trait, MetricTrait):
         return score
+    if isinstance(trait, SchemaJudgeTrait):
+        return judge_position(trait.judge, score)
     kind = getattr(trait, "kind", "boolean")
     if isinstance(trait, RegexTrait) or kind == "boolean":
         return 1.0 if score else 0.0
@@ -97,8 +102,10 @@ def normalisation(trait: Any) -> str:
     if not weighable(trait):
         return "not weighed"
     kind = getattr(trait, "kind", "boolean")
-    if isinstance(trait, MetricTrait):
-        text: str = "f1" if "f1" in trait.metrics else trait.metrics[0]
+    if isinstance(trait, SchemaJudgeTrait):
+        text: str = f"verdict_field {trait.judge.verdict_field!r}"
+    elif isinstance(trait, MetricTrait):
+        text = "f1" if "f1" in trait.metrics else trait.metrics[0]
     elif isinstance(trait, RegexTrait) or kind == "boolean":
         text = "true=1, false=0"
     elif kind == "literal":
@@ -162,4 +169,10 @@ def check_weighable(config: VerificationConfig, questions: Sequence[Question], r
                     f"question {question.id!r}, trait {t.name!r}: a score trait needs min_score and "
                     "max_score to be weighed in the rubric verdict",
                     "add both bounds to the trait, or leave it out with rubric_trait_names",
+                )
+            if isinstance(t, SchemaJudgeTrait) and (t.required or t.pass_threshold is not None) and not weighable(t):
+                raise ConfigError(
+                    f"question {question.id!r}, trait {t.name!r}: a required schema judge (or one with a "
+                    "pass_threshold) needs a verdict_field: a boolean, a label, or a number with minimum and maximum",
+                    "set judge.verdict_field, or drop required/pass_threshold",
                 )

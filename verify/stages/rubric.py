@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from verify.benchmark.traits import AgenticTrait, CallableTrait, LLMTrait, MetricTrait, RegexTrait
 from verify.config.deep_judgment import resolve_rubric
-from verify.errors import TRANSIENT_CATEGORIES, ModelError
+from verify.errors import TRANSIENT_CATEGORIES
 from verify.judging import prompts
 from verify.judging.deep_judgment import TraitContext, TraitJudgment, judge_trait
 from verify.judging.deterministic import UNTRUSTED, confusion_metrics, eval_regex, is_pickled
@@ -32,7 +32,6 @@ from verify.judging.verdicts import (
     verdict_schema,
 )
 from verify.llm.ports import ChatModel, Message, Purpose
-from verify.llm.resilience import redact
 from verify.llm.structured import ask_structured
 from verify.results.models import (
     DeepJudgmentRubricSection,
@@ -44,6 +43,8 @@ from verify.results.models import (
 )
 from verify.sandbox.calls import run_callable
 from verify.sandbox.pool import WorkerLost
+from verify.stages import rubric_judges
+from verify.stages.guard import guard as _guard
 from verify.templates.time_limit import CodeTimeout
 
 if TYPE_CHECKING:
@@ -199,18 +200,6 @@ async def code_outcome(trait: RegexTrait | CallableTrait, answer: str, question_
     return TraitOutcome(status="scored", score=verdict.score, label=verdict.label)
 
 
-async def _guard(name_list: list[str], coro: Any) -> Any:
-    """A judge outage (or any failure) on one call leaves only that call's traits unscored."""
-    try:
-        return await coro
-    except ModelError as exc:
-        why = f"judge call failed ({exc.category}): {redact(str(exc))}"
-        return {n: TraitOutcome(status="unscored", reason=why, error_category=exc.category) for n in name_list}
-    except Exception as exc:
-        why = f"evaluation failed: {type(exc).__name__}: {redact(str(exc))}"
-        return {n: TraitOutcome(status="unscored", reason=why, error_category="unexpected_error") for n in name_list}
-
-
 def standard_calls(config: VerificationConfig, judge: ChatModel, question: Any, answer: str, traits: list[LLMTrait],
                    instructions: JudgeInstructions) -> list[Any]:
     reference = question.raw_answer
@@ -248,10 +237,11 @@ class RubricEvaluation:
     async def run(self, state: TaskState, deps: Deps) -> None:
         config, task, answer = deps.config, state.task, state.answer or ""
         rubric = task.rubric
-        settings = resolve_rubric(config, task.question.id, rubric.llm_traits)
-        dj_traits = [t for t in rubric.llm_traits if settings[t.name].enabled]
-        std_traits = [t for t in rubric.llm_traits if not settings[t.name].enabled and t.kind != "template"]
-        shaped = [t for t in rubric.llm_traits if t.kind == "template"]  # one call each, whatever the strategy
+        llm = [t for t in rubric.llm_traits if t.prompt is None]  # prompt graders: verify.stages.rubric_judges
+        settings = resolve_rubric(config, task.question.id, llm)
+        dj_traits = [t for t in llm if settings[t.name].enabled]
+        std_traits = [t for t in llm if not settings[t.name].enabled and t.kind != "template"]
+        shaped = [t for t in llm if t.kind == "template"]  # one call each, whatever the strategy
         metric_traits: list[MetricTrait] = rubric.of_type(MetricTrait)
         section = RubricSection(
             rubric_evaluation_strategy=config.rubric_evaluation_strategy or "sequential",
@@ -270,11 +260,11 @@ class RubricEvaluation:
         filled = [_guard([t.name], judge_template_trait(deps.judge, task.question.text, answer, t,
                                                         task.question.raw_answer if t.include_ground_truth else None,
                                                         instructions)) for t in shaped]
-        code_out, std_out, metric_out, deep_out, filled_out = await asyncio.gather(
+        code_out, std_out, metric_out, deep_out, filled_out, judged = await asyncio.gather(
             asyncio.gather(*code), asyncio.gather(*std), asyncio.gather(*metrics), asyncio.gather(*deep),
-            asyncio.gather(*filled),
+            asyncio.gather(*filled), rubric_judges.evaluate(deps.judge, task.question, answer, rubric),
         )
-        settled = dict(zip([t.name for t in by_code], code_out, strict=True))
+        settled = dict(zip([t.name for t in by_code], code_out, strict=True)) | judged.outcomes
         template_values: dict[str, dict[str, Any]] = {}
         for result in filled_out:
             if isinstance(result, TemplateTraitResult):
@@ -283,7 +273,7 @@ class RubricEvaluation:
             else:  # the call itself failed (an outage)
                 settled.update(result)
         for trait in rubric.traits:  # in the rubric's order, before the judge's traits, as always
-            if trait.name in settled:  # regex, callable and template-kind traits
+            if trait.name in settled:  # regex, callable, template-kind, prompt-grader and schema-judge traits
                 status[trait.name] = settled[trait.name]
             elif isinstance(trait, AgenticTrait):
                 status[trait.name] = TraitOutcome(status="skipped", reason="agentic traits need an agent runtime")
@@ -317,6 +307,7 @@ class RubricEvaluation:
                 if item.status == "unscored" and not item.error_category else None,
             )
         fill_scores(section, rubric.traits, template_values)
+        rubric_judges.settle(state, section, rubric, judged)
         state.rubric = section
         if dj_traits:
             state.deep_judgment_rubric = deep_section(deps, judgments, std_traits, status)

@@ -30,11 +30,12 @@ from typing import Any
 
 from verify.judging.deep_judgment import absence_cue
 from verify.llm.ports import Message, Purpose
+from verify.llm.simulated import judge_brain as jb
 from verify.llm.simulated import template_brain as tb
 from verify.llm.simulated.imperfect import Imperfections, imperfect_reply
 from verify.llm.simulated.text import TraitSpec, fabricate, overlap, sentences, tag, traits, words
 
-VERSION = "4"  # bump when replies change, so cached simulated replies are not reused
+VERSION = "5"  # bump when replies change, so cached simulated replies are not reused
 
 
 @dataclass(frozen=True)
@@ -277,6 +278,8 @@ HANDLERS: dict[Purpose, Callable[[_Ask], str | dict[str, Any]]] = {
     Purpose.RUBRIC_LITERAL_BATCH: _batch_literal,
     Purpose.RUBRIC_SINGLE: _verdict,
     Purpose.RUBRIC_METRIC: _confusion,
+    Purpose.RUBRIC_GRADER: lambda ask: jb.grader(ask.prompt),
+    Purpose.RUBRIC_SCHEMA_JUDGE: lambda ask: jb.schema_judge(ask.prompt, ask.schema, lambda run: fabricates(run, ask.faults)),
     Purpose.DJ_EXCERPTS: _excerpts,
     Purpose.DJ_HALLUCINATION: _hallucination,
     Purpose.DJ_REASONING: lambda ask: _reasoning(ask.prompt),
