@@ -38,6 +38,7 @@ from verify.cli.karenina import (
     read_replay,
     resolve_resume,
 )
+from verify.cli.suite_cmd import convert
 from verify.errors import RunInterrupted, UserError
 from verify.secrets import install_log_filter, register_config_secrets, register_env_secrets, scrub
 
@@ -55,7 +56,8 @@ class _RunByDefault(typer.core.TyperGroup):
 app = typer.Typer(
     cls=_RunByDefault, add_completion=False, pretty_exceptions_show_locals=False, no_args_is_help=True,
     help="Verify LLM answers against a karenina-style benchmark: rubrics, deep judgment, templates. "
-    "`verify FILE ...` runs (see `verify run --help`); `verify report RESULTS` makes the evidence page.",
+    "`verify FILE ...` runs (see `verify run --help`; FILE may be a suite.yaml); `verify report RESULTS` makes the "
+    "evidence page; `verify convert` turns a suite into a checkpoint and back.",
 )
 
 Opt = typer.Option
@@ -74,7 +76,7 @@ def _version(value: bool) -> None:
 
 @app.command("run", cls=ResumeAwareCommand)
 def verify(  # noqa: PLR0913 - one flag per karenina option, by design
-    benchmark: Annotated[Path | None, typer.Argument(help="karenina checkpoint (.jsonld); not needed with --resume PATH")] = None,
+    benchmark: Annotated[Path | None, typer.Argument(help="karenina checkpoint (.jsonld) or test suite (.yaml/.yml/.json); not needed with --resume PATH")] = None,
     preset: Annotated[str | None, Opt(help="preset file, or a name in ./presets", rich_help_panel=RUN)] = None,
     output: Annotated[Path | None, Opt(help="results file: .json, .jsonl or .csv", rich_help_panel=RUN)] = None,
     answers: Annotated[Path | None, Opt(help="recorded answers JSON {model id: {question id: answer}}", rich_help_panel=RUN)] = None,
@@ -219,7 +221,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def _main(flags: dict[str, Any]) -> int:
-    from verify.benchmark.jsonld import load_benchmark
+    from verify.cli.suite_cmd import open_suite, read_benchmark, run_answers, suite_config
     from verify.config.report import config_to_dict, config_warnings
     from verify.run.runner import RunOptions, run_verification
     from verify.run.tasks import select_questions
@@ -227,14 +229,17 @@ def _main(flags: dict[str, Any]) -> int:
     for line in inert_option_warnings(flags):
         typer.secho(f"warning: {line}", err=True, fg="yellow")
     saved = resolve_resume(flags)
+    suite = open_suite(flags)  # a test-suite file (suite.yaml) instead of a checkpoint, or None
     picked: list[str] | None = None
     if flags["interactive"]:
         if flags["benchmark"] is None:
             raise UserError("--interactive needs the BENCHMARK file", "verify BENCHMARK.jsonld --interactive")
         traces = read_json(flags["manual_traces"], "manual traces") if flags["manual_traces"] else None
-        config, picked = build_config_interactively(load_benchmark(flags["benchmark"]), flags["mode"] or "basic", traces)
+        config, picked = build_config_interactively(read_benchmark(flags["benchmark"], suite), flags["mode"] or "basic", traces)
     else:
         config = build_config(flags, saved)
+    if suite is not None:
+        config = suite_config(suite, config, flags)
     register_config_secrets(config)
     for line in config_warnings(config):
         typer.secho(f"warning: {scrub(line)}", err=True, fg="yellow")
@@ -243,18 +248,19 @@ def _main(flags: dict[str, Any]) -> int:
         return 0
     if flags["benchmark"] is None:
         raise UserError("missing the BENCHMARK file", "verify BENCHMARK.jsonld --preset PRESET (only --resume PATH may leave it out)")
-    bench = load_benchmark(flags["benchmark"])
+    bench = read_benchmark(flags["benchmark"], suite)
+    answers, answers_source = run_answers(suite, flags, read_answers)
     for line in bench.warnings:
         typer.secho(f"warning: {scrub(line)}", err=True, fg="yellow")
     options = RunOptions(
         output=flags["output"], resume=flags["resume"], include_unfinished=flags["include_unfinished"],
         cache_dir=None if flags["no_cache"] else flags["cache_dir"],
-        answers=read_answers(flags["answers"]) if flags["answers"] else {},
+        answers=answers,
         run_name=flags["run_name"], progress=flags["verbose"],
         prices=read_prices(flags["prices"]) if flags["prices"] else None,
         question_ids=[q.strip() for q in flags["question_ids"].split(",") if q.strip()] if flags["question_ids"] else None,
         overwrite=flags["overwrite"], inputs=run_inputs(flags), generate_missing_answers=flags["generate_missing_answers"],
-        answers_source=str(flags["answers"]) if flags["answers"] else None,
+        answers_source=answers_source,
         deadline=parse_duration(flags["deadline"]) if flags["deadline"] else None,
         code_time_limit=flags["code_time_limit"],
     )
@@ -382,6 +388,8 @@ def write_page(results: list[Path], output: Path, title: str | None = None) -> P
 
     return write_report(results, output, title=title)
 
+
+app.command("convert")(convert)  # verify convert suite.yaml -o benchmark.jsonld (and back)
 
 _PROCESS = {"own": False}
 

@@ -1,0 +1,114 @@
+"""Test-suite files on the command line: ``verify suite.yaml`` runs one, ``verify convert`` turns a
+suite into a karenina checkpoint and back.
+
+A run of a suite is a run of its benchmark: the suite only adds what a checkpoint cannot hold, as if
+given by flags, and never over a flag or preset that says otherwise: its recorded outputs are the
+answers (unless ``--answers``), its gates are added to the config's, its graders' model is the judge
+when neither a preset nor ``--parsing-model`` names one, and the evaluation is ``rubric_only`` (a
+suite has no answer templates) unless ``--evaluation-mode`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from verify.benchmark.jsonld import Benchmark, load_benchmark, save_benchmark
+from verify.benchmark.suite import Suite, is_suite_file, load_suite, write_suite
+from verify.errors import UserError
+from verify.secrets import install_log_filter, scrub
+
+__all__ = ["convert", "open_suite", "suite_config"]
+
+
+def open_suite(flags: dict[str, Any]) -> Suite | None:
+    """The suite named by BENCHMARK, or None when it is a checkpoint (or absent)."""
+    path = flags.get("benchmark")
+    return load_suite(path) if path is not None and is_suite_file(Path(path)) else None
+
+
+def suite_config(suite: Suite, config: Any, flags: dict[str, Any]) -> Any:
+    """The config with what the suite adds (see the module docstring)."""
+    from verify.config.verification import VerificationConfig
+
+    overrides: dict[str, Any] = {}
+    new_gates = [g for g in suite.gates if g not in config.gates]  # a resumed run saved them already
+    if new_gates:
+        overrides["gates"] = [*config.gates, *new_gates]
+    if flags.get("evaluation_mode") is None and config.evaluation_mode != "rubric_only":
+        overrides["evaluation_mode"] = "rubric_only"
+    if suite.judge_model and not flags.get("preset") and flags.get("parsing_model") is None \
+            and not flags.get("resume_from") and not flags.get("resume"):
+        update: dict[str, Any] = {"model_name": suite.judge_model}
+        if flags.get("temperature") is None and suite.judge_temperature is not None:
+            update["temperature"] = suite.judge_temperature
+        overrides["parsing_models"] = [{**m.model_dump(), **update} for m in config.parsing_models]
+    return VerificationConfig.from_overrides(config, **overrides) if overrides else config
+
+
+def run_answers(suite: Suite | None, flags: dict[str, Any], read: Any) -> tuple[dict[str, dict[str, str]], str | None]:
+    """The recorded answers of a run and where they come from: ``--answers``, else the suite's outputs."""
+    if flags["answers"]:
+        return read(flags["answers"]), str(flags["answers"])
+    if suite is not None and suite.answers:
+        return suite.answers, f"the outputs in {flags['benchmark']}"
+    return {}, None
+
+
+def read_benchmark(path: Path, suite: Suite | None) -> Benchmark:
+    return suite.benchmark if suite is not None else load_benchmark(path)
+
+
+def convert(
+    source: Annotated[Path, typer.Argument(help="a test suite (.yaml/.yml/.json) or a karenina checkpoint (.jsonld)")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="the file to write: a checkpoint for a suite, "
+                                         "a suite (.yaml or .json) for a checkpoint")],
+    answers: Annotated[Path | None, typer.Option(help="with a suite: also write its recorded outputs as an "
+                                                 "--answers file")] = None,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing output file")] = False,
+) -> None:
+    """Convert a test suite into a karenina checkpoint, or a checkpoint into a suite (what a suite can hold)."""
+    install_log_filter()
+    try:
+        for line in _convert(source, output, answers, overwrite):
+            typer.secho(f"warning: {scrub(line)}", err=True, fg="yellow")
+    except UserError as exc:
+        message = " ".join(line.strip() for line in exc.message.splitlines())
+        typer.secho(f"error: {scrub(message)}", err=True, fg="red")
+        if exc.hint:
+            typer.echo(f"hint: {scrub(exc.hint)}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"wrote {output}")
+
+
+def _convert(source: Path, output: Path, answers: Path | None, overwrite: bool) -> list[str]:
+    if not source.is_file():
+        raise UserError(f"{source} does not exist", "give a suite (.yaml, .yml, .json) or a checkpoint (.jsonld)")
+    for target in (output, answers):
+        if target is None:
+            continue
+        if target.resolve() == source.resolve():
+            raise UserError(f"{target} is the file being converted", "write to another file")
+        if target.exists() and not overwrite:
+            raise UserError(f"{target} exists", "pass --overwrite to replace it, or choose another name")
+    if not is_suite_file(source):
+        if answers is not None:
+            raise UserError("--answers is for converting a suite (a checkpoint holds no recorded outputs)",
+                            "leave --answers out")
+        return write_suite(load_benchmark(source), output)
+    suite = load_suite(source)
+    save_benchmark(suite.benchmark, output)
+    notes = []
+    if suite.gates:
+        flags = " ".join(f'--gate "{g}"' for g in suite.gates)
+        notes.append(f"a checkpoint holds no gates: run it with {flags}")
+    if suite.answers and answers is None:
+        notes.append("the suite's recorded outputs are not in the checkpoint: add --answers FILE to keep them")
+    if answers is not None:
+        from verify.files import write_atomic
+
+        write_atomic(answers, json.dumps(suite.answers, indent=2, ensure_ascii=False) + "\n")
+    return notes
