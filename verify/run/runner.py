@@ -220,17 +220,15 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
         judge = services.model(task.parsing)
         if judge is None:
             raise ModelError(f"parsing model {task.parsing.id!r} cannot be the manual interface")
+        recorded = RecordingModel(judge, task.replicate)
         deps = Deps(
             config=config,
             answerer=RecordingModel(answerer, task.replicate) if answerer else None,
-            judge=RecordingModel(judge, task.replicate),
-            search=search,
-            template_search=template_search,
-            recorded_answers=options.answers,
-            answers=memo,
-            run_name=options.run_name,
-            code_time_limit=options.code_time_limit,
-            embedder_for=options.embedder_for,
+            judge=recorded,
+            judge_for=lambda name, provider, temperature: RecordingModel(
+                services.judge_variant(task.parsing, name, provider, temperature), task.replicate, recorded.records),
+            search=search, template_search=template_search, recorded_answers=options.answers, answers=memo,
+            run_name=options.run_name, code_time_limit=options.code_time_limit, embedder_for=options.embedder_for,
         )
         return await run_task(TaskState(task), deps, stages)
 

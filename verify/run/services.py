@@ -100,6 +100,19 @@ class Services:
         self.breakers = endpoint_breakers(models, config.retry_policy)
         self.configs: dict[str, ModelConfig] = {}
 
+    def judge_variant(self, judge: ModelConfig, name: str | None, provider: str | None,
+                      temperature: float | None) -> ChatModel:
+        """``judge`` with a trait's own model name, provider or temperature (a letta grader's
+        ``model``/``temperature``, a Docent judge's ``judge_model``): same interface, endpoint and
+        credentials, built and cached like every model of the run."""
+        given = {"model_name": name, "model_provider": provider, "temperature": temperature}
+        variant = judge.model_copy(update={k: v for k, v in given.items() if v is not None})
+        # its own id: models are built once per interface, name and id, and temperature is not in that
+        variant.id = f"{judge.id}+{variant.model_provider}:{variant.model_name}@{variant.temperature}"
+        built = self.model(variant)
+        assert built is not None  # a judge is never the manual interface
+        return built
+
     def model(self, model: ModelConfig) -> ChatModel | None:
         """The live model of ``model`` (``None`` for the manual interface, which only replays)."""
         key = canonical(model)

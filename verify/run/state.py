@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from verify.benchmark.question import Question
     from verify.config.models import ModelConfig
     from verify.config.verification import VerificationConfig
-    from verify.llm.ports import Search
+    from verify.llm.ports import ChatModel, Search
     from verify.templates.answer_base import BaseAnswer
     from verify.templates.compiler import CompiledTemplate
 
@@ -134,3 +134,6 @@ class Deps:
     traits, template regex checks) may take; overrunning code is stopped (its worker is killed)."""
     embedder_for: Callable[[str], Embedder] = get_embedder
     """The embedding model of a name (``embedding_check_model``), for the embedding check."""
+    judge_for: Callable[[str | None, str | None, float | None], ChatModel] | None = None
+    """The judge with a trait's own model name, provider and temperature (None: ``judge`` only);
+    its calls are recorded with ``judge``'s."""

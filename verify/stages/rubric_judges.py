@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,15 +43,30 @@ def graders(rubric: Rubric) -> list[LLMTrait]:
     return [t for t in rubric.llm_traits if t.prompt is not None]
 
 
+JudgeFor = Callable[[str | None, str | None, float | None], "ChatModel"]
+
+
+def _model_for(judge: ChatModel, judge_for: JudgeFor | None, name: Any, provider: Any, temperature: Any) -> ChatModel:
+    """The trait's own model (name, provider, temperature) when it names one, else the task's judge."""
+    if judge_for is None or (name is None and provider is None and temperature is None):
+        return judge
+    return judge_for(name, provider, temperature)
+
+
 async def _grade(judge: ChatModel, question: Question, answer: str, trait: LLMTrait) -> dict[str, TraitOutcome]:
     outcome = await grade(judge, question.text, answer, trait, question.raw_answer)
     return {trait.name: outcome}
 
 
-async def evaluate(judge: ChatModel, question: Question, answer: str, rubric: Rubric) -> Judged:
+async def evaluate(judge: ChatModel, question: Question, answer: str, rubric: Rubric,
+                   judge_for: JudgeFor | None = None) -> Judged:
     judges: list[SchemaJudgeTrait] = rubric.of_type(SchemaJudgeTrait)
-    calls = [guard([t.name], _grade(judge, question, answer, t)) for t in graders(rubric)]
-    calls += [guard([t.name], judge_schema_trait(judge, t, answer)) for t in judges]
+    calls = [guard([t.name], _grade(_model_for(judge, judge_for, t.model, None, t.grader_temperature),
+                                    question, answer, t)) for t in graders(rubric)]
+    for t in judges:
+        chosen = t.judge.judge_model or {}
+        model = _model_for(judge, judge_for, chosen.get("model_name"), chosen.get("provider"), chosen.get("temperature"))
+        calls.append(guard([t.name], judge_schema_trait(model, t, answer)))
     judged = Judged()
     for item in await asyncio.gather(*calls):
         if isinstance(item, JudgeOutcome):
