@@ -2,7 +2,7 @@
 
 Both are stored as karenina LLM ratings so that karenina still loads the file (it ignores property
 names it does not know): a prompt grader is a score trait 0-1 with extra ``prompt`` (and ``model``,
-``temperature``) properties; a schema judge is a boolean ``RubricTrait`` whose extra
+``temperature``; a tool judge ``tools`` as a JSON string and ``tool_rounds``) properties; a schema judge is a boolean ``RubricTrait`` whose extra
 ``schema_judge`` property holds the whole :class:`~verify.benchmark.judge_spec.SchemaJudgeSpec` as a
 JSON string. karenina would judge that trait as a plain boolean from its description (the rubric
 text); verify reads the property back and runs the schema judge.
@@ -18,7 +18,7 @@ from verify.benchmark.properties import json_value
 
 __all__ = ["GRADER_PROPS", "JUDGE_PROP", "grader_props", "judge_data", "judge_props"]
 
-GRADER_PROPS = ("prompt", "model", "temperature")
+GRADER_PROPS = ("prompt", "model", "temperature", "tools", "tool_rounds")
 JUDGE_PROP = "schema_judge"
 _KEPT = ("higher_is_better", "weight", "required", "pass_threshold")  # what a schema judge takes of the rating
 
@@ -26,7 +26,9 @@ _KEPT = ("higher_is_better", "weight", "required", "pass_threshold")  # what a s
 def grader_props(trait: Any) -> list[tuple[str, Any]]:
     """A prompt grader's own properties, those that are set. Its kind is written too: bounds 1/0 alone
     read as a boolean trait, in karenina and in verify."""
-    own = [(k, getattr(trait, k)) for k in GRADER_PROPS if getattr(trait, k, None) is not None]
+    own = [(k, getattr(trait, k)) for k in GRADER_PROPS[:3] if getattr(trait, k, None) is not None]
+    if getattr(trait, "tools", None) is not None:  # a tool judge: its tools as a JSON string, and its round cap
+        own += [("tools", json.dumps(trait.tools)), ("tool_rounds", trait.tool_rounds)]
     return [("kind", "score"), *own] if own else []
 
 

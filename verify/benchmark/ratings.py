@@ -220,6 +220,8 @@ def _check_kind(kind: Any, where: str, problems: Problems) -> bool:
 
 
 def _llm_fields(values: dict[str, Any], bounds: _Bounds, where: str, problems: Problems) -> dict[str, Any]:
+    if values.get("tools") is not None:  # a tool judge's tools, stored as a JSON string
+        values["tools"] = json_value(values["tools"], list, "tools", where, problems)
     kind = values.pop("kind", None)
     if kind is None:  # karenina infers the kind from the bounds
         kind = "boolean" if bounds == (1.0, 0.0) else "score"

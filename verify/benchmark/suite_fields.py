@@ -31,7 +31,7 @@ TEST_KEYS = ("id", "input", "expected_output", "ground_truth", "criteria", "asse
 RUBRICS_KEYS = ("type", "name", "criteria")
 CRITERION_KEYS = ("id", "outcome", "weight", "required", "min_score", "score_ranges")
 GRADER_KEYS = ("kind", "prompt", "prompt_path", "model", "temperature", "extractor", "weight", "required",
-               "min_score")
+               "min_score", "tools", "tool_rounds")
 JUDGE_KEYS = ("rubric_text", "prompt_templates", "output_schema", "output_parsing_mode", "response_xml_key",
               "verdict_field", "pass_values", "model", "weight", "required")
 GATE_KEYS = ("metric_key", "op", "value")

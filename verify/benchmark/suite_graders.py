@@ -1,6 +1,7 @@
 """A suite's letta graders and Docent-style judges as suite-wide rubric traits.
 
-A letta grader (``kind: rubric`` with ``prompt`` or ``prompt_path``, ``model``, ``temperature``) is an
+A letta grader (``kind: rubric`` with ``prompt`` or ``prompt_path``, ``model``, ``temperature``, and for a
+judge that uses tools ``tools`` and ``tool_rounds``) is an
 :class:`LLMTrait` with its own prompt, scored 0.0-1.0; its placeholders are checked when the trait is
 built (:mod:`verify.benchmark.grader_prompt`). A judge (``rubric_text``, ``prompt_templates``,
 ``output_schema``, ...) is a :class:`SchemaJudgeTrait` whose spec is checked against Docent's
@@ -49,7 +50,8 @@ def grader_traits(value: Any, folder: Path, problems: SuiteProblems) -> Graders:
         if prompt is None:
             continue
         fields: dict[str, Any] = {"name": name, "kind": "score", "prompt": prompt, "description": f"letta grader {name}"}
-        fields.update({k: spec[k] for k in ("model", "temperature", "weight", "required") if spec.get(k) is not None})
+        own = ("model", "temperature", "weight", "required", "tools", "tool_rounds")  # tools: a tool judge
+        fields.update({k: spec[k] for k in own if spec.get(k) is not None})
         if spec.get("min_score") is not None:
             fields["pass_threshold"] = spec["min_score"]
         trait = build_trait(where, fields, problems)
@@ -105,6 +107,8 @@ def grader_entry(trait: LLMTrait) -> dict[str, Any]:
     """A prompt-grader trait as a letta grader (what differs from the defaults)."""
     entry: dict[str, Any] = {"kind": "rubric", "prompt": trait.prompt}
     entry.update({k: getattr(trait, k) for k in ("model", "temperature") if getattr(trait, k) is not None})
+    if trait.tools is not None:
+        entry.update(tools=trait.tools, tool_rounds=trait.tool_rounds)
     return {**entry, **_weighting(trait)}
 
 

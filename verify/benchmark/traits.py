@@ -13,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from verify.benchmark.grader_prompt import grader_temperature, prompt_problems
 from verify.benchmark.judge_spec import SchemaJudgeSpec
+from verify.benchmark.judge_tools import DEFAULT_TOOL_PROMPT, DEFAULT_TOOL_ROUNDS, tool_problems
 from verify.benchmark.weighting import SCALE, ScoreRange, check_ranges, shorthand_ranges
 
 TraitKind = Literal["boolean", "score", "literal", "template"]
@@ -69,9 +70,16 @@ class LLMTrait(_Trait):
     prompt: str | None = Field(default=None, description="Grader prompt: {input} {submission} {ground_truth} {rubric}.")
     model: str | None = Field(default=None, description="The grader's own model name (letta); recorded.")
     temperature: float | None = Field(default=None, ge=0.0, le=2.0, description="The grader's temperature (letta).")
+    tools: list[str | dict[str, Any]] | None = Field(
+        default=None, description="Tools the judge may call; it grades with submit_grade (verify.benchmark.judge_tools).")
+    tool_rounds: int = Field(default=DEFAULT_TOOL_ROUNDS, ge=1, le=50, description="Most tool rounds of a tool judge.")
 
     @model_validator(mode="after")
     def _kind_rules(self) -> LLMTrait:
+        if self.tools is not None:  # a tool judge is a prompt grader that may call tools first
+            if problems := tool_problems(self.name, self.tools):
+                raise ValueError("; ".join(problems))
+            self.prompt = self.prompt if self.prompt is not None else DEFAULT_TOOL_PROMPT
         if self.prompt is not None:
             self._grader_rules(self.prompt)
         if self.score_ranges:

@@ -65,11 +65,26 @@ def rewrite_resume(args: list[str]) -> list[str]:
     return out
 
 
+REVISE_FLAG, REVISE_DEFAULT = "--revise-until-satisfied", "3"
+
+
+def rewrite_revise(args: list[str]) -> list[str]:
+    """A bare ``--revise-until-satisfied`` (no number after it) -> ``--revise-until-satisfied 3``: click
+    options take a value or none, never an optional one."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        out.append(arg)
+        if arg == REVISE_FLAG and not (i + 1 < len(args) and args[i + 1].lstrip("-").isdigit()):
+            out.append(REVISE_DEFAULT)
+    return out
+
+
 class ResumeAwareCommand(typer.core.TyperCommand):
-    """The ``verify`` command, reading karenina's ``--resume PATH`` before click parses the line."""
+    """The ``verify`` command, reading karenina's ``--resume PATH`` (and a bare ``--revise-until-satisfied``)
+    before click parses the line."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, rewrite_resume(list(args)))
+        return super().parse_args(ctx, rewrite_resume(rewrite_revise(list(args))))
 
 
 # --------------------------------------------------------------------------- --resume PATH

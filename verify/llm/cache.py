@@ -190,6 +190,8 @@ class CachedModel:
         return self.inner.model_id
 
     async def complete(self, request: ChatRequest) -> ChatReply:
+        if request.tools:  # a tool-using judge's turns depend on live tool results: never cached
+            return await self.inner.complete(request)
         key = cache_key(self.model_id, request)
         stored = self.cache.get(key)
         if stored is not None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-Role = Literal["system", "user", "assistant"]
+Role = Literal["system", "user", "assistant", "tool"]
 
 
 class Purpose(enum.StrEnum):
@@ -89,9 +89,32 @@ _RUBRIC_EVALUATION = frozenset(
 
 
 @dataclass(frozen=True)
+class ToolSpec:
+    """A tool offered to the model: its name, what it does, and its parameters as a JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model made: the provider's call id, the tool's name and its arguments."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Message:
+    """One turn. An assistant turn that called tools carries ``tool_calls``; the result of each call
+    comes back as a ``tool`` turn whose ``tool_call_id`` names the call."""
+
     role: Role
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -114,7 +137,8 @@ class ChatRequest:
     ``schema`` is the JSON schema of the structured reply wanted (its ``title`` names it), or
     ``None`` for free text. ``purpose`` (required, keyword-only) says which step asks, for usage
     accounting and transcripts (the simulated judge also answers by it), and ``trait`` which trait.
-    ``replicate`` is part of the cache key, so replicates are independent samples.
+    ``replicate`` is part of the cache key, so replicates are independent samples. ``tools`` are
+    the tools the model may call (the reply's ``tool_calls``); empty for every plain call.
     """
 
     messages: tuple[Message, ...]
@@ -122,6 +146,7 @@ class ChatRequest:
     purpose: Purpose = field(kw_only=True)
     trait: str | None = None
     replicate: int | None = None
+    tools: tuple[ToolSpec, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -141,6 +166,8 @@ class ChatReply:
     model: str = ""
     cached: bool = False
     attempts: int = 1
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The tools the model called (only when the request offered ``tools``)."""
     forget: Callable[[], None] | None = field(default=None, compare=False, repr=False)
     """Set by a caching layer: drops this reply from the cache (used when it proved unusable)."""
 

@@ -53,6 +53,8 @@ def question_digest(question: Question) -> str:
 def judging_config(config: VerificationConfig) -> dict[str, Any]:
     """The config as it bears on verdicts: the masked dump without execution-only settings."""
     data = {k: v for k, v in config_to_dict(config).items() if k not in EXECUTION_ONLY}
+    if data.get("revision_max_iterations") is None:  # off: identities saved before the field existed still match
+        data.pop("revision_max_iterations", None)
     for role in ("answering_models", "parsing_models"):
         models = data.get(role)
         if isinstance(models, list):

@@ -4,7 +4,7 @@ karenina validates an exported result with its own models: the ``metadata`` sect
 does not know, every other section (and the result itself) ignores them. So an exported result keeps
 karenina's sections with karenina's keys (and karenina's defaults for what verify does not fill), and
 what only verify has in ``metadata`` (the task key, the stages that ran, the verdict, the coverage,
-stage errors) moves to a ``verify`` section of its own at the result level, which karenina skips.
+stage errors and, when the run revises until satisfied, every grading pass) moves to a ``verify`` section of its own at the result level, which karenina skips.
 Reading an export back (:func:`from_export`) merges that section into verify's models again.
 
 karenina has no ``incomplete`` verdict: a result passes there when ``metadata.failure`` is empty. An
@@ -78,6 +78,9 @@ def to_karenina(result: VerificationResult) -> dict[str, Any]:
     own: dict[str, Any] = {"schema_version": data.pop("schema_version", SCHEMA_VERSION)}
     for key in _OWN_METADATA:
         own[key] = meta.pop(key)
+    revision = meta.pop("revision", None)
+    if revision is not None:  # only runs that revise carry it, so other exports stay as they were
+        own["revision"] = revision
     failure = karenina_failure(result)
     mine = meta["failure"]
     if (failure is None) != (mine is None) or (mine and failure and mine["category"] != failure["category"]):
@@ -138,7 +141,7 @@ def verify_metadata(data: dict[str, Any]) -> dict[str, Any] | None:
     # keys written into metadata (an older export, or one edited by hand) win over the section's
     merged = {key: own[key] for key in _OWN_METADATA if key in own}
     merged.update((k, v) for k, v in meta.items() if k in Metadata.model_fields)
-    for key in ("failure", "caveats"):
+    for key in ("failure", "caveats", "revision"):
         if key in own:
             merged[key] = own[key]
     failure = merged.get("failure")

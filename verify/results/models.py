@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from verify.results.revisions import Revision
 from verify.results.schema_judgment import SchemaJudgment
 
 SCHEMA_VERSION = "1.0"
@@ -120,6 +121,7 @@ class Metadata(_Model):
     caveats: list[str] = Field(default_factory=list, description="e.g. embedding_override")
     errors: list[StageError] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    revision: Revision | None = Field(default=None, description="revise until satisfied: every grading pass")
     execution_time: float = 0.0
     timestamp: str = ""
 
@@ -180,6 +182,8 @@ class TraitOutcome(_Model):
         default=None, description="the judge's label as written, when it was mapped leniently to a class name"
     )
     rationale: str | None = Field(default=None, description="a prompt grader's explanation of its score")
+    tool_calls: list[dict[str, Any]] | None = Field(
+        default=None, description="a tool judge's calls in order: round, id, name, arguments, result (or its reply)")
 
 
 class TraitWeighing(_Model):

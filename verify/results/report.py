@@ -65,6 +65,9 @@ def render_plan(
     console.print(f"evaluation_mode: {config.evaluation_mode}")
     console.print(f"deep_judgment_rubric_mode: {config.deep_judgment_rubric_mode}")
     console.print("stages: " + " -> ".join(stages))
+    if config.revision_max_iterations is not None:
+        console.print(f"revise until satisfied: up to {config.revision_max_iterations} answer-and-grade pass(es) per task "
+                      "(a failing criterion goes back to the answering model)")
     console.print(
         f"tasks: {tasks} = {len(questions)} question(s) x {len(config.answering_models)} answering x "
         f"{len(config.parsing_models)} parsing x {config.replicate_count} replicate(s)"
@@ -165,6 +168,9 @@ def render_summary(outcome: RunOutcome) -> None:
     rubric = s.rubric_line()
     if rubric:
         console.print(rubric, markup=False, highlight=False)
+    revision = s.revision.line()
+    if revision:
+        console.print(revision, markup=False, highlight=False)
     models = Table(title="by model (answering / judge)")
     for col in ("models", "passed", "complete tasks", "pass rate"):
         models.add_column(col)

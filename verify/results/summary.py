@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from verify.results.gates import GateResult, GateTallies, evaluate_gates
 from verify.results.models import VerificationResult
+from verify.results.revisions import RevisionTally
 from verify.results.verdict import coverage_of
 
 __all__ = ["Summary", "TraitTally"]
@@ -76,6 +77,8 @@ class Summary:
     """The run's gates (``config.gates``), evaluated by :meth:`gate_results`."""
     tallies: GateTallies = field(default_factory=GateTallies)
     """What gates measure, for the whole run and per model pair (also the rubric score and verdicts)."""
+    revision: RevisionTally = field(default_factory=RevisionTally)
+    """Revise until satisfied: iterations used, final statuses, first -> last answer's grading."""
 
     def _cost(self, model: str, input_tokens: int, output_tokens: int) -> float:
         price = (self.prices or {}).get(model)
@@ -110,6 +113,7 @@ class Summary:
         for why in coverage.unscored.values():
             self.unscored[why] += 1
         self.tallies.add(key, result, coverage)
+        self.revision.add(result)
         if meta.errors:
             self.errors += 1
             message = meta.errors[-1].message

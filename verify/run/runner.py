@@ -28,12 +28,13 @@ from verify.results.models import SCHEMA_VERSION, VerificationResult, verify_ver
 from verify.results.store import ResultWriter, done_keys, latest_results
 from verify.results.summary import Summary
 from verify.run.output import OutputPlan, check_output, prepare_output
-from verify.run.pipeline import FINALIZE, plan, run_task
+from verify.run.pipeline import FINALIZE, plan
 from verify.run.progress import ProgressBar
 from verify.run.recorded import check_recorded_answers
+from verify.run.revision import OnEvaluation, check_revisable, run_revising
 from verify.run.services import AdapterFactory, Services
 from verify.run.signals import stop_on_signals
-from verify.run.state import AnswerMemo, Deps, Task, TaskState
+from verify.run.state import AnswerMemo, Deps, Task
 from verify.run.tasks import (
     build_tasks,
     check_something_to_evaluate,
@@ -72,7 +73,8 @@ class RunOptions:
     or progress file (otherwise refused without ``resume``). ``inputs``: files the run reads, which
     ``output`` must not name. ``generate_missing_answers``: with recorded answers, let the answering
     model answer the questions they miss (otherwise an error). ``answers_source``: where the answers
-    came from, for messages. ``deadline``: seconds the whole run may take.
+    came from, for messages. ``deadline``: seconds the whole run may take. ``on_evaluation``: called
+    with every grading pass when the config revises until satisfied (``revision_max_iterations``).
     """
 
     output: Path | None = None
@@ -95,6 +97,7 @@ class RunOptions:
     generate_missing_answers: bool = False
     answers_source: str | None = None
     deadline: float | None = None
+    on_evaluation: OnEvaluation | None = None
 
 
 @dataclass
@@ -143,6 +146,7 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
             "add an answering model, or record answers with --manual-traces FILE / --answers FILE",
         )
     check_something_to_evaluate(benchmark, config, questions)
+    check_revisable(config, options.answers)  # recorded answers cannot be revised: refused before any call
     notes = await preflight_async(benchmark, config, questions, code_time_limit=options.code_time_limit)
     notes += check_recorded_answers(config, questions, options.answers, source=options.answers_source,
                                    generate_missing=options.generate_missing_answers)
@@ -191,8 +195,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
     writer: ResultWriter | None = None
     if progress_file is not None and output_plan is not None:
         try:
-            writer = ResultWriter(progress_file, append=output_plan.append, header={
-                "identity": identity,
+            writer = ResultWriter(progress_file, append=output_plan.append, header={"identity": identity,
                 "run": {"benchmark": _source(benchmark), "config": config_to_dict(config, drop_secrets=True)}})
         except OSError as exc:
             raise ConfigError(f"cannot write {progress_file}: {exc.strerror or exc}", "pick a writable --output") from None
@@ -200,12 +203,10 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
     summary = Summary(prices=options.prices, gates=config.gates)
     results: list[VerificationResult] = []
     all_tasks = list(build_tasks(benchmark, config, questions)) if options.progress else None
-    total = len(all_tasks) if all_tasks is not None else None
     pending = (t for t in (all_tasks if all_tasks is not None else build_tasks(benchmark, config, questions)) if t.key not in skip)
     resumed = len(skip)
-    bar = ProgressBar(total, resumed) if options.progress else None
+    bar = ProgressBar(len(all_tasks) if all_tasks is not None else None, resumed) if options.progress else None
     ran = 0
-
     caps = answerer_caps(config)
 
     async def one(task: Task) -> VerificationResult:
@@ -230,7 +231,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
             search=search, template_search=template_search, recorded_answers=options.answers, answers=memo,
             run_name=options.run_name, code_time_limit=options.code_time_limit, embedder_for=options.embedder_for,
         )
-        return await run_task(TaskState(task), deps, stages)
+        return await run_revising(task, deps, stages, options.on_evaluation)
 
     async def worker() -> None:
         nonlocal ran
@@ -310,8 +311,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
                 f"cannot write {options.output}: {exc.strerror or exc}; all {summary.total} result(s) are safe in "
                 f"{progress_file}", "free space (or fix the folder), then rerun with --resume to write the export",
             ) from None
-        if options.keep_results:
-            results = list(latest_results(progress_file))
+        results = list(latest_results(progress_file)) if options.keep_results else results
         progress_file.unlink()
     return RunOutcome(results=results, summary=summary, tasks=resumed + ran, resumed=resumed,
                       output=options.output, config_warnings=warnings)
@@ -381,6 +381,7 @@ def run_verification(
     generate_missing_answers: bool = False,
     answers_source: str | None = None,
     deadline: float | None = None,
+    on_evaluation: OnEvaluation | None = None,
 ) -> RunOutcome:
     """Run a verification and return its results; works inside a notebook's running event loop.
 
@@ -393,7 +394,7 @@ def run_verification(
         progress=progress, keep_results=keep_results, adapter_factory=adapter_factory, search=search,
         on_result=on_result, prices=prices, code_time_limit=code_time_limit, embedder_for=embedder_for,
         overwrite=overwrite, inputs=[Path(p) for p in inputs], generate_missing_answers=generate_missing_answers,
-        answers_source=answers_source, deadline=deadline,
+        answers_source=answers_source, deadline=deadline, on_evaluation=on_evaluation,
     )
     try:
         asyncio.get_running_loop()

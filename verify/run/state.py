@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from verify.benchmark.question import Question
     from verify.config.models import ModelConfig
     from verify.config.verification import VerificationConfig
-    from verify.llm.ports import ChatModel, Search
+    from verify.llm.ports import ChatModel, Message, Search
     from verify.templates.answer_base import BaseAnswer
     from verify.templates.compiler import CompiledTemplate
 
@@ -77,6 +77,9 @@ class TaskState:
     stages: list[str] = field(default_factory=list)
     abstention_detected: bool | None = None
     template: TemplateState = field(default_factory=TemplateState)
+    revision_turns: list[Message] | None = None
+    """Revise until satisfied: the conversation to answer from (the question, each earlier answer and
+    the feedback on it); None for a first answer. :mod:`verify.run.revision` sets it."""
 
     def fail(self, category: str, stage: str, reason: str, group: str) -> None:
         """Record an auto-fail; the first one wins (later ones become warnings)."""

@@ -14,6 +14,7 @@ from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from verify.benchmark.judge_tools import SEARCH_TOOL, tool_name
 from verify.benchmark.traits import Provenance, Rubric
 from verify.config.deep_judgment import check_custom_names, resolve_trait
 from verify.errors import ConfigError
@@ -120,10 +121,15 @@ def build_tasks(benchmark: Benchmark, config: VerificationConfig, questions: Seq
 
 
 def needs_search(benchmark: Benchmark, config: VerificationConfig, questions: Sequence[Question]) -> bool:
-    """Whether some trait of these questions may check its excerpts with rubric search."""
-    if not config.rubric_enabled or config.deep_judgment_rubric_mode == "disabled":
+    """Whether some trait of these questions may check its excerpts with rubric search, or is a judge
+    given the search tool."""
+    if not config.rubric_enabled:
         return False
     for question in questions:
+        if any(SEARCH_TOOL in map(tool_name, t.tools or []) for t in benchmark.rubric_for(question)[0].llm_traits):
+            return True  # a judge with the search tool (verify.judging.tool_judge)
+        if config.deep_judgment_rubric_mode == "disabled":
+            continue
         rubric, _ = benchmark.rubric_for(question)
         settings = (resolve_trait(config, question.id, t) for t in rubric.llm_traits)
         # search only checks validated excerpts, so a trait without excerpts never searches
@@ -155,6 +161,7 @@ async def preflight_async(
     code_time_limit: float = DEFAULT_CODE_TIME_LIMIT,
 ) -> list[str]:
     """:func:`preflight` for async callers."""
+    check_command_trust(benchmark, config, questions)
     warnings = check_deep_judgment_names(benchmark, config)
     if config.template_enabled:
         where = benchmark.source or "the benchmark"
@@ -167,6 +174,22 @@ async def preflight_async(
                                 f"{', '.join(check.unchecked)} use SemanticMatch, which needs an embedding "
                                 "model: its tasks will fail with field_verification_error")
     return warnings
+
+
+def check_command_trust(benchmark: Benchmark, config: VerificationConfig, questions: Sequence[Question]) -> None:
+    """A judge's command runner runs commands written in the checkpoint: like cloudpickle callables,
+    only with ``trust_checkpoint_code`` (refused before any call, naming the question and trait)."""
+    if not config.rubric_enabled or config.trust_checkpoint_code:
+        return
+    for question in questions:
+        for trait in task_rubric(benchmark, config, question)[0].llm_traits:
+            runners = [t for t in (trait.tools or []) if isinstance(t, dict) and t.get("commands")]
+            if runners:
+                raise ConfigError(
+                    f"{benchmark.source or 'the benchmark'}: question {question.id!r} / trait {trait.name!r}: its judge "
+                    f"tool {runners[0].get('name')!r} runs commands from the checkpoint",
+                    "rerun with --trust-checkpoint-code if you trust this checkpoint",
+                )
 
 
 def check_deep_judgment_names(benchmark: Benchmark, config: VerificationConfig) -> list[str]:

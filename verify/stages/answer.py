@@ -105,6 +105,10 @@ class GenerateAnswer:
         if deps.answerer is None:
             raise ModelError(f"no answering model available for {task.answering.id!r}")
         state.warnings.extend(few_shot_warnings(deps.config, task.question))
+        if state.revision_turns is not None:  # a revision is this judge's own: never shared
+            reply = await ask_text(deps.answerer, state.revision_turns, purpose=Purpose.ANSWER)
+            state.answer, state.answer_source = reply.text, "model"
+            return
         key = (task.question.id, task.answering.id or task.answering.model_name or "", task.replicate)
         shared = deps.answers.get(key)
         if shared is not None:

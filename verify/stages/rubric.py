@@ -262,7 +262,8 @@ class RubricEvaluation:
                                                         instructions)) for t in shaped]
         code_out, std_out, metric_out, deep_out, filled_out, judged = await asyncio.gather(
             asyncio.gather(*code), asyncio.gather(*std), asyncio.gather(*metrics), asyncio.gather(*deep),
-            asyncio.gather(*filled), rubric_judges.evaluate(deps.judge, task.question, answer, rubric, deps.judge_for),
+            asyncio.gather(*filled), rubric_judges.evaluate(deps.judge, task.question, answer, rubric, deps.judge_for,
+                                  deps.search),
         )
         settled = dict(zip([t.name for t in by_code], code_out, strict=True)) | judged.outcomes
         template_values: dict[str, dict[str, Any]] = {}

@@ -1,5 +1,6 @@
 """The rubric stage's one-call-per-trait kinds added for AgentV/letta/Docent suites: prompt graders
-(LLM traits with their own ``prompt``) and schema judges (:class:`SchemaJudgeTrait`).
+(LLM traits with their own ``prompt``; with ``tools``, judges that call tools before they grade:
+:mod:`verify.judging.tool_judge`) and schema judges (:class:`SchemaJudgeTrait`).
 
 :func:`evaluate` runs them concurrently (an outage leaves only its trait unscored, as for every
 kind); :func:`settle` adds their scores to karenina's ``llm_trait_scores`` / ``llm_trait_labels``,
@@ -19,13 +20,14 @@ from typing import TYPE_CHECKING, Any
 from verify.benchmark.traits import LLMTrait, SchemaJudgeTrait
 from verify.judging.prompt_grader import grade
 from verify.judging.schema_judge import JudgeOutcome, judge_schema_trait
+from verify.judging.tool_judge import judge_with_tools
 from verify.results.models import RubricSection, TraitOutcome
 from verify.stages.guard import guard
 
 if TYPE_CHECKING:
     from verify.benchmark.question import Question
     from verify.benchmark.traits import Rubric
-    from verify.llm.ports import ChatModel
+    from verify.llm.ports import ChatModel, Search
     from verify.run.state import TaskState
 
 __all__ = ["Judged", "evaluate", "graders", "settle"]
@@ -53,16 +55,19 @@ def _model_for(judge: ChatModel, judge_for: JudgeFor | None, name: Any, provider
     return judge_for(name, provider, temperature)
 
 
-async def _grade(judge: ChatModel, question: Question, answer: str, trait: LLMTrait) -> dict[str, TraitOutcome]:
+async def _grade(judge: ChatModel, question: Question, answer: str, trait: LLMTrait,
+                 search: Search | None = None) -> dict[str, TraitOutcome]:
+    if trait.tools is not None:  # a judge that uses tools (verify.judging.tool_judge)
+        return {trait.name: await judge_with_tools(judge, question.text, answer, trait, question.raw_answer, search)}
     outcome = await grade(judge, question.text, answer, trait, question.raw_answer)
     return {trait.name: outcome}
 
 
 async def evaluate(judge: ChatModel, question: Question, answer: str, rubric: Rubric,
-                   judge_for: JudgeFor | None = None) -> Judged:
+                   judge_for: JudgeFor | None = None, search: Search | None = None) -> Judged:
     judges: list[SchemaJudgeTrait] = rubric.of_type(SchemaJudgeTrait)
     calls = [guard([t.name], _grade(_model_for(judge, judge_for, t.model, None, t.grader_temperature),
-                                    question, answer, t)) for t in graders(rubric)]
+                                    question, answer, t, search)) for t in graders(rubric)]
     for t in judges:
         chosen = t.judge.judge_model or {}
         model = _model_for(judge, judge_for, chosen.get("model_name"), chosen.get("provider"), chosen.get("temperature"))

@@ -49,7 +49,9 @@ from verify.llm.adapters.langchain_messages import (
     reply_from_finish_error,
     secret_value,
     to_langchain,
+    tool_fields,
     usage_of,
+    with_tools,
 )
 from verify.llm.adapters.negotiation import (
     STRUCTURED_METHODS,
@@ -337,8 +339,9 @@ class LangChainModel:
         started = time.perf_counter()
         llm = self._llm_for_loop()
         kwargs = self._call_kwargs(request)
-        if request.schema is None:
-            return self._reply(await self._invoke(llm, messages, kwargs), None, started)
+        if request.schema is None or request.tools:  # free text, or a tool judge's turn (its tools bound)
+            message = await self._invoke(with_tools(llm, request), messages, kwargs)
+            return replace(self._reply(message, None, started), **tool_fields(message, request))
         if self.ladder.settled:
             return await self._structured(llm, messages, kwargs, request.schema, started)
         # Until one structured call has worked, calls go one at a time: the method is found by the

@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from verify.llm.ports import ChatReply, Message, Usage
+from verify.llm.ports import ChatReply, ChatRequest, Message, ToolCall, Usage
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -40,10 +40,41 @@ def schema_name(schema: Mapping[str, Any]) -> str:
 
 
 def to_langchain(messages: tuple[Message, ...]) -> list[BaseMessage]:
-    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
     classes = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
-    return [classes[m.role](content=m.content) for m in messages]
+    out: list[BaseMessage] = []
+    for m in messages:
+        if m.role == "tool":  # the result of one tool call, sent back to the model
+            out.append(ToolMessage(content=m.content, tool_call_id=m.tool_call_id or ""))
+        elif m.role == "assistant" and m.tool_calls:
+            calls = [{"id": c.id, "name": c.name, "args": c.arguments, "type": "tool_call"} for c in m.tool_calls]
+            out.append(AIMessage(content=m.content, tool_calls=calls))
+        else:
+            out.append(classes[m.role](content=m.content))
+    return out
+
+
+def with_tools(llm: Any, request: ChatRequest) -> Any:
+    """The chat model with the request's tools bound (``bind_tools``), or as it is when there are none."""
+    if not request.tools:
+        return llm
+    return llm.bind_tools([
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in request.tools
+    ])
+
+
+def tool_fields(message: Any, request: ChatRequest) -> dict[str, Any]:
+    """For a request that offered tools: the reply's own text and its tool calls (``ChatReply`` fields)."""
+    if not request.tools:
+        return {}
+    calls = getattr(message, "tool_calls", None) or []
+    found = tuple(
+        ToolCall(str(c.get("id") or f"call_{n}"), str(c.get("name") or ""), dict(c.get("args") or {}))
+        for n, c in enumerate(calls, 1)
+    )
+    return {"text": message_text(message), "tool_calls": found}
 
 
 def message_text(message: Any) -> str:

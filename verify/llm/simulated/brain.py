@@ -31,6 +31,7 @@ from typing import Any
 from verify.judging.deep_judgment import absence_cue
 from verify.llm.ports import Message, Purpose
 from verify.llm.simulated import judge_brain as jb
+from verify.llm.simulated import reviser
 from verify.llm.simulated import template_brain as tb
 from verify.llm.simulated.imperfect import Imperfections, imperfect_reply
 from verify.llm.simulated.text import TraitSpec, fabricate, overlap, sentences, tag, traits, words
@@ -204,6 +205,8 @@ class _Ask:
 
 
 def _answer(ask: _Ask) -> str:
+    if reviser.is_revision(ask.messages):  # revise until satisfied: address the failing criteria
+        return reviser.revise(ask.messages, violated)
     question = tag(ask.prompt, "question") or (ask.messages[-1].content if ask.messages else "")
     return f"This is a simulated answer to: {question.strip()}"
 

@@ -18,8 +18,8 @@ import json
 import time
 from typing import Any
 
-from verify.llm.ports import ChatReply, ChatRequest, Usage
-from verify.llm.simulated import brain
+from verify.llm.ports import ChatReply, ChatRequest, ToolCall, Usage
+from verify.llm.simulated import brain, tool_brain
 from verify.llm.simulated.imperfect import Imperfections
 
 
@@ -57,7 +57,11 @@ class SimulatedModel:
         started = time.perf_counter()
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        text = brain.reply(request.purpose, request.messages, request.schema, self.faults)
+        calls: tuple[ToolCall, ...] = ()
+        if request.tools:  # a judge that may call tools (verify.llm.simulated.tool_brain)
+            text, calls = tool_brain.turn(request)
+        else:
+            text = brain.reply(request.purpose, request.messages, request.schema, self.faults)
         parsed = None
         if request.schema is not None:
             try:
@@ -68,5 +72,6 @@ class SimulatedModel:
         prompt_tokens = sum(_tokens(m.content) for m in request.messages)
         return ChatReply(
             text=text, parsed=parsed, usage=Usage(prompt_tokens, _tokens(text)),
-            latency_s=time.perf_counter() - started, finish_reason="stop", model=self.model_id,
+            latency_s=time.perf_counter() - started, finish_reason="tool_calls" if calls else "stop",
+            model=self.model_id, tool_calls=calls,
         )
