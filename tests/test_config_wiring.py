@@ -99,21 +99,19 @@ def test_inert_model_fields_name_the_model() -> None:
     assert note.startswith("model 'judge' max_retries=5 is not used by verify")
 
 
-def test_use_full_trace_warns_when_asked_for_even_at_its_default() -> None:
+def test_use_full_trace_is_honoured_so_it_no_longer_warns() -> None:
+    # agent transcripts are judged with the full trace or the final answer (tests/test_transcripts.py)
     base = config()
-    assert config_warnings(base) == []
-    on = VerificationConfig.from_overrides(base, use_full_trace_for_rubric=True)
-    (note,) = config_warnings(on)
-    assert "use_full_trace_for_rubric=true" in note and "agent traces" in note
-    assert config_warnings(VerificationConfig.from_overrides(base, use_full_trace_for_rubric=False)) == []
+    for value in (True, False):
+        assert config_warnings(VerificationConfig.from_overrides(base, use_full_trace_for_rubric=value,
+                                                                 use_full_trace_for_template=value)) == []
 
 
-def test_cli_prints_the_warning_naming_the_field(tmp_path: Path) -> None:
+def test_cli_prints_no_warning_for_use_full_trace(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, [str(DEMO), "--preset", "demo", "--set", "use_full_trace_for_rubric=true",
                                       "--show-config"])
     assert result.exit_code == 0, result.output
-    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
-    assert len(warnings) == 1 and "use_full_trace_for_rubric" in warnings[0]
+    assert not [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
 
 
 # --------------------------------------------------------------------------- results describe themselves

@@ -48,18 +48,35 @@ def read_json(path: Path, what: str) -> Any:
     return read_json_file(path, what)
 
 
-def read_answers(path: Path) -> dict[str, dict[str, str]]:
+def read_answers(path: Path) -> dict[str, dict[str, Any]]:
     data = read_json(path, "answers")
     if not isinstance(data, dict):
         raise UserError(f"answers file {path} must be a JSON object", 'use {"<model id>": {"<question id>": "answer"}}')
-    if all(isinstance(v, str) for v in data.values()):
+    if all(isinstance(v, str | list) for v in data.values()):  # a list is a transcript (message list)
         return {"*": data}
-    bad = [k for k, v in data.items() if not (isinstance(v, dict) and all(isinstance(a, str) for a in v.values()))]
+    bad = [k for k, v in data.items() if not (isinstance(v, dict) and all(isinstance(a, str | list) for a in v.values()))]
     if bad:
         raise UserError(
             f"answers file {path}: entry {bad[0]!r} must map question ids to answer strings",
             'use {"<model id>": {"<question id>": "answer"}} or {"<question id>": "answer"}',
         )
+    return data
+
+
+def read_manual_traces(flags: dict[str, Any]) -> Any:
+    """karenina's manual traces, with every transcript (a message list) checked, located."""
+    from verify.judging.transcript import TranscriptError, parse_transcript
+
+    path = flags["manual_traces"]
+    data = read_json(path, "manual traces")
+    model = flags.get("answering_id") or flags.get("answering_model") or "manual"
+    for key, value in (data.items() if isinstance(data, dict) else []):
+        if isinstance(value, list):
+            try:
+                parse_transcript(value)
+            except TranscriptError as exc:
+                raise UserError(f"manual traces {path}: model {model!r}, question {key!r}: {exc}",
+                                "use OpenAI chat messages or karenina's trace messages") from None
     return data
 
 
@@ -111,7 +128,7 @@ def build_config(flags: dict[str, Any], saved: dict[str, Any] | None = None) -> 
     from verify.config.preset import load_preset
     from verify.config.verification import VerificationConfig
 
-    traces = read_json(flags["manual_traces"], "manual traces") if flags["manual_traces"] else None
+    traces = read_manual_traces(flags) if flags["manual_traces"] else None
     base: Any
     if flags["preset"]:
         base = load_preset(flags["preset"])

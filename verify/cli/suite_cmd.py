@@ -49,7 +49,7 @@ def suite_config(suite: Suite, config: Any, flags: dict[str, Any]) -> Any:
     return VerificationConfig.from_overrides(config, **overrides) if overrides else config
 
 
-def run_answers(suite: Suite | None, flags: dict[str, Any], read: Any) -> tuple[dict[str, dict[str, str]], str | None]:
+def run_answers(suite: Suite | None, flags: dict[str, Any], read: Any) -> tuple[dict[str, dict[str, Any]], str | None]:
     """The recorded answers of a run and where they come from: ``--answers``, else the suite's outputs."""
     if flags["answers"]:
         return read(flags["answers"]), str(flags["answers"])

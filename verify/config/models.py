@@ -187,11 +187,12 @@ class ModelConfig(BaseModel):
         "(auto, json_schema, json_mode, function_calling, none) and endpoint_base_url_mode (raw).",
         repr=False,  # may hold headers/keys
     )
-    manual_traces: dict[str, str] | None = Field(
+    manual_traces: dict[str, str | list[Any]] | None = Field(
         default=None,
         exclude=True,
         repr=False,
-        description="interface='manual' only: question id or MD5 of the question text -> answer text.",
+        description="interface='manual' only: question id or MD5 of the question text -> answer text "
+        "or a transcript (a message list: verify.judging.transcript).",
     )
     agent_middleware: dict[str, Any] | None = None
     max_context_tokens: int | None = Field(default=None, ge=1)

@@ -43,8 +43,6 @@ def config_to_dict(config: VerificationConfig, *, drop_secrets: bool = False) ->
 #: listed in the results header.
 INERT_FIELDS: dict[str, str] = {
     "parsing_only": "karenina's TaskEval mode; verify always answers and judges",
-    "use_full_trace_for_template": "agent traces are not supported yet; the final answer is judged",
-    "use_full_trace_for_rubric": "agent traces are not supported yet; the final answer is judged",
     "allow_partial_trace_scoring": "agent traces are not supported yet",
     "task_ordering": "verify runs tasks in checkpoint order",
     "replay_store": "karenina's replay store is not supported",
@@ -82,14 +80,7 @@ INERT_FIELDS: dict[str, str] = {
 }
 
 
-#: Inert fields whose default asks for something verify does not do: they warn when a preset or
-#: flag sets them to true, even to the default, so the user learns the request is not honoured.
-_WARN_WHEN_SET_TRUE = frozenset({"use_full_trace_for_template", "use_full_trace_for_rubric"})
-
-
 def _asks_for_it(owner: BaseModel, name: str, value: Any) -> bool:
-    if name in _WARN_WHEN_SET_TRUE:
-        return value is True and name in owner.model_fields_set
     return bool(value != type(owner).model_fields[name].get_default(call_default_factory=True))
 
 

@@ -93,6 +93,8 @@ class VerificationConfig(KareninaConfigMethods, BaseModel):
     )
     use_full_trace_for_template: bool = False
     use_full_trace_for_rubric: bool = True
+    transcript_extractor: str = Field(default="last_assistant", pattern=r"^(last_assistant|all_assistant|tool_output:.+)$",
+                                      description="a transcript's submission: verify.judging.transcript")
     allow_partial_trace_scoring: bool = True
     include_extraction_hints: bool = True
 

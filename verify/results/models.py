@@ -134,7 +134,8 @@ class TemplateSection(_Model):
     ``sufficiency_detected`` is ``True`` when the answer was judged *sufficient*.
     """
 
-    raw_llm_response: str | None = None
+    raw_llm_response: str | None = None  # a transcript: rendered in numbered blocks (the full trace)
+    trace_messages: list[dict[str, Any]] = Field(default_factory=list, description="a transcript's messages")
     answer_source: Literal["model", "recorded"] | None = None
     parsed_gt_response: dict[str, Any] | None = None
     parsed_llm_response: dict[str, Any] | None = None
@@ -238,6 +239,7 @@ class Excerpt(_Model):
     search_results: list[dict[str, Any]] | None = None
     hallucination_risk: str | None = None
     hallucination_justification: str | None = None
+    block: int | None = Field(default=None, description="a transcript's block [B<n>] the quote starts in")
 
 
 class RejectedExcerpt(_Model):

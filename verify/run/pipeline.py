@@ -43,6 +43,7 @@ from verify.stages.auto_fail import DeepJudgmentAutoFail, DeepJudgmentRubricAuto
 from verify.stages.checks import AbstentionCheck, EmbeddingCheck, SufficiencyCheck
 from verify.stages.rubric import RubricEvaluation, evaluates
 from verify.stages.template import ParseTemplate, ValidateTemplate, VerifyTemplate
+from verify.stages.transcripts import mark_blocks
 
 if TYPE_CHECKING:
     from verify.config.models import ModelConfig
@@ -142,8 +143,11 @@ def finalize(state: TaskState, deps: Deps, started: float) -> VerificationResult
         timestamp=datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
     )
     # the stages assign to the section without validation: validate it once here, into a fresh copy
+    mark_blocks(state, deps.config)
+    trace = state.transcript
     template = TemplateSection.model_validate({
-        **dict(tpl.section), "raw_llm_response": state.answer, "answer_source": state.answer_source,
+        **dict(tpl.section), "raw_llm_response": trace.rendered().text if trace else state.answer,
+        "trace_messages": trace.trace_messages() if trace else [], "answer_source": state.answer_source,
         "usage_metadata": _usage(records), "abstention_detected": state.abstention_detected,
     })
     return VerificationResult(

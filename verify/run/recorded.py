@@ -8,9 +8,10 @@ file that matches nothing at all is always an error naming the ids it should hav
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from verify.errors import ConfigError
+from verify.judging.transcript import TranscriptError, parse_transcript
 from verify.stages.answer import find_recorded
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ def _few(items: Sequence[str], limit: int = 5) -> str:
 
 
 def check_recorded_answers(
-    config: VerificationConfig, questions: Sequence[Question], answers: dict[str, dict[str, str]],
+    config: VerificationConfig, questions: Sequence[Question], answers: dict[str, dict[str, Any]],
     *, source: str | None, generate_missing: bool,
 ) -> list[str]:
     """Raise when recorded answers do not cover the run; returns warnings (answers to be generated)."""
@@ -35,7 +36,15 @@ def check_recorded_answers(
     if not answers and not manual:
         return []
     where = source or ("--answers" if answers else "manual_traces")
-    missing = [(q, m) for q in questions for m in models if find_recorded(q, m, answers) is None]
+    found = {(q.id, m.id): find_recorded(q, m, answers) for q in questions for m in models}
+    for (qid, mid), value in found.items():  # a transcript is checked before any call, located
+        if isinstance(value, list):
+            try:
+                parse_transcript(value)
+            except TranscriptError as exc:
+                raise ConfigError(f"{where}: model {mid!r}, question {qid!r}: {exc}",
+                                  "use OpenAI chat messages or karenina's trace messages") from None
+    missing = [(q, m) for q in questions for m in models if found[(q.id, m.id)] is None]
     if not missing:
         return []
     pairs = len(questions) * len(models)

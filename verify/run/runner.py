@@ -55,7 +55,7 @@ log = logging.getLogger("verify")
 
 __all__ = ["RunOptions", "RunOutcome", "run_async", "run_header", "run_verification"]
 
-Answers = dict[str, dict[str, str]]
+Answers = dict[str, dict[str, Any]]
 Prices = dict[str, dict[str, float]]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from verify.benchmark.traits import Rubric
 from verify.judging.embedding import Embedder, get_embedder
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from verify.benchmark.question import Question
     from verify.config.models import ModelConfig
     from verify.config.verification import VerificationConfig
+    from verify.judging.transcript import Transcript
     from verify.llm.ports import ChatModel, Message, Search
     from verify.templates.answer_base import BaseAnswer
     from verify.templates.compiler import CompiledTemplate
@@ -67,7 +68,8 @@ class TaskState:
     """What the stages know about a task so far. ``None`` means "did not run"."""
 
     task: Task
-    answer: str | None = None
+    answer: str | None = None  # a transcript's submission when the recorded answer is a transcript
+    transcript: Transcript | None = None
     answer_source: str | None = None
     rubric: RubricSection | None = None
     deep_judgment_rubric: DeepJudgmentRubricSection | None = None
@@ -129,7 +131,7 @@ class Deps:
     judge: RecordingModel
     search: Search | None
     template_search: Search | None = None
-    recorded_answers: dict[str, dict[str, str]] = field(default_factory=dict)
+    recorded_answers: dict[str, dict[str, Any]] = field(default_factory=dict)
     answers: AnswerMemo = field(default_factory=AnswerMemo)
     run_name: str | None = None
     code_time_limit: float = DEFAULT_CODE_TIME_LIMIT

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from verify.errors import ModelError
+from verify.judging.transcript import parse_transcript
 from verify.llm.ports import Message, Purpose
 from verify.llm.structured import ask_text
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from verify.run.state import Deps, TaskState
 
 
-def find_recorded(question: Question, answering: ModelConfig, recorded: dict[str, dict[str, str]]) -> str | None:
+def find_recorded(question: Question, answering: ModelConfig, recorded: dict[str, dict[str, Any]]) -> str | list[Any] | None:
     """The recorded answer of ``question`` for ``answering``: ``--answers`` (by the model's id, then
     ``"*"``; by question id, then md5 of the text), then the model's ``manual_traces``."""
     keys = (question.id, question.question_hash)
@@ -29,16 +30,18 @@ def find_recorded(question: Question, answering: ModelConfig, recorded: dict[str
         if table:
             for key in keys:
                 if key in table:
-                    return table[key]
+                    value: str | list[Any] = table[key]
+                    return value
     traces = answering.manual_traces
     if isinstance(traces, dict):
         for key in keys:
             if key in traces:
-                return str(traces[key])
+                found = traces[key]
+                return found if isinstance(found, list) else str(found)
     return None
 
 
-def recorded_answer(state: TaskState, deps: Deps) -> str | None:
+def recorded_answer(state: TaskState, deps: Deps) -> str | list[Any] | None:
     return find_recorded(state.task.question, state.task.answering, deps.recorded_answers)
 
 
@@ -94,6 +97,11 @@ class GenerateAnswer:
     async def run(self, state: TaskState, deps: Deps) -> None:
         task = state.task
         recorded = recorded_answer(state, deps)
+        if isinstance(recorded, list):  # an agent run: the answer is its submission (checked before the run)
+            state.transcript = parse_transcript(recorded)
+            state.answer = state.transcript.submission(deps.config.transcript_extractor)
+            state.answer_source = "recorded"
+            return
         if recorded is not None:
             state.answer, state.answer_source = recorded, "recorded"
             return

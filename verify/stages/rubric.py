@@ -45,6 +45,7 @@ from verify.sandbox.calls import run_callable
 from verify.sandbox.pool import WorkerLost
 from verify.stages import rubric_judges
 from verify.stages.guard import guard as _guard
+from verify.stages.transcripts import judged_text
 from verify.templates.time_limit import CodeTimeout
 
 if TYPE_CHECKING:
@@ -235,7 +236,7 @@ class RubricEvaluation:
         return state.answer is not None and bool(state.task.rubric.traits)
 
     async def run(self, state: TaskState, deps: Deps) -> None:
-        config, task, answer = deps.config, state.task, state.answer or ""
+        config, task, answer = deps.config, state.task, judged_text(state, deps.config, rubric=True)
         rubric = task.rubric
         llm = [t for t in rubric.llm_traits if t.prompt is None]  # prompt graders: verify.stages.rubric_judges
         settings = resolve_rubric(config, task.question.id, llm)

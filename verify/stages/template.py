@@ -40,6 +40,7 @@ from verify.sandbox.calls import (
     run_verify,
 )
 from verify.sandbox.pool import CodeFailed, WorkerLost
+from verify.stages.transcripts import judged_text
 from verify.templates import prompts as tp
 from verify.templates.answer_base import check_regex, has_own_verify
 from verify.templates.compiler import CompiledTemplate, TemplateError
@@ -129,7 +130,7 @@ class ParseTemplate:
         tpl, config = state.template, deps.config
         compiled = tpl.compiled
         assert compiled is not None
-        question, answer = state.task.question.text, state.answer or ""
+        question, answer = state.task.question.text, judged_text(state, deps.config, rubric=False)
         if not compiled.field_names:  # regex-only or trace-only: nothing to parse, so no judge call
             await self._build(state, deps, {}, None)
             return
@@ -158,7 +159,9 @@ class ParseTemplate:
         assert compiled is not None
         code = state.task.question.template_code or ""
         try:
-            built = await build_answer(compiled, code, values, deps.code_time_limit, trace=state.answer or "")
+            # trace checks read the whole run, as karenina's read its raw trace (a transcript: rendered)
+            trace = state.transcript.rendered().text if state.transcript else state.answer or ""
+            built = await build_answer(compiled, code, values, deps.code_time_limit, trace=trace)
         except CodeFailed as exc:
             if exc.kind == "ValidationError":
                 rules = compiled.rules  # a VerifiedField left null does not fail the build
