@@ -160,7 +160,7 @@ def test_a_citation_that_does_not_hold_or_no_citation_leaves_the_field_unproven(
     reasons = {c.kind: c.reason for c in field.citations}
     assert reasons["reference"] == "there is no segment E9" and "number changed" in str(reasons["quote"])
     (bare,) = prove({"label": "pass", "explanation": "Looks right."}, [("explanation",)], ANSWER)
-    assert bare.citations == () and not bare.proven
+    assert bare.citations == [] and not bare.proven
 
 
 def test_reference_lists_and_ranges() -> None:

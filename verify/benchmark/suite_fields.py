@@ -101,15 +101,21 @@ def build_trait(here: str, fields: dict[str, Any], problems: SuiteProblems) -> L
         return None
 
 
-def criterion_entry(trait: LLMTrait) -> dict[str, Any] | str:
-    """The criterion a trait writes back to a suite: only what differs from AgentV's defaults."""
-    entry: dict[str, Any] = {"id": trait.name, "outcome": trait.description or trait.name}
+def weighting_entry(trait: Any) -> dict[str, Any]:
+    """A trait's weight, required flag and bar as a suite writes them (only what differs from AgentV's defaults)."""
+    entry: dict[str, Any] = {}
     if trait.weight != 1.0:
         entry["weight"] = trait.weight
     if trait.required:
         entry["required"] = True
     if trait.pass_threshold is not None:
         entry["min_score"] = trait.pass_threshold
+    return entry
+
+
+def criterion_entry(trait: LLMTrait) -> dict[str, Any] | str:
+    """The criterion a trait writes back to a suite: only what differs from AgentV's defaults."""
+    entry: dict[str, Any] = {"id": trait.name, "outcome": trait.description or trait.name, **weighting_entry(trait)}
     if trait.score_ranges:
         entry["score_ranges"] = [{"range": list(r.range), "description": r.description} for r in trait.score_ranges]
     return entry

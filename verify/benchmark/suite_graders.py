@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from verify.benchmark.suite_fields import GRADER_KEYS, JUDGE_KEYS, SuiteProblems, build_trait
+from verify.benchmark.suite_fields import GRADER_KEYS, JUDGE_KEYS, SuiteProblems, build_trait, weighting_entry
 from verify.benchmark.traits import LLMTrait, SchemaJudgeTrait
 
 __all__ = ["Graders", "grader_entry", "grader_traits", "judge_entry", "judge_traits"]
@@ -109,7 +109,7 @@ def grader_entry(trait: LLMTrait) -> dict[str, Any]:
     entry.update({k: getattr(trait, k) for k in ("model", "temperature") if getattr(trait, k) is not None})
     if trait.tools is not None:
         entry.update(tools=trait.tools, tool_rounds=trait.tool_rounds)
-    return {**entry, **_weighting(trait)}
+    return {**entry, **weighting_entry(trait)}
 
 
 def judge_entry(trait: SchemaJudgeTrait) -> dict[str, Any]:
@@ -119,15 +119,4 @@ def judge_entry(trait: SchemaJudgeTrait) -> dict[str, Any]:
         entry["model"] = trait.judge.judge_model["model_name"]
     if "prompt_templates" in trait.judge.model_fields_set:
         entry["prompt_templates"] = [t.model_dump() for t in trait.judge.prompt_templates]
-    return {**entry, **{k: v for k, v in _weighting(trait).items() if k != "min_score"}}
-
-
-def _weighting(trait: LLMTrait | SchemaJudgeTrait) -> dict[str, Any]:
-    entry: dict[str, Any] = {}
-    if trait.weight != 1.0:
-        entry["weight"] = trait.weight
-    if trait.required:
-        entry["required"] = True
-    if trait.pass_threshold is not None:
-        entry["min_score"] = trait.pass_threshold
-    return entry
+    return {**entry, **{k: v for k, v in weighting_entry(trait).items() if k != "min_score"}}

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from verify.judging.excerpts import match_excerpt
+from verify.results.schema_judgment import CitationRecord, CitedField
 
-__all__ = ["Citation", "FieldCitations", "Segment", "numbered", "prove", "segments"]
+__all__ = ["Segment", "numbered", "prove", "segments"]
 
 _SENTENCE = re.compile(r"[^\n]+?(?:[.!?]+(?=\s|$)|$)", re.M)  # "2.1" does not end a sentence
 _REFS = re.compile(r"\[\s*(E\d+(?:\s*[-–,]\s*E?\d+)*)\s*\]")
@@ -30,31 +31,6 @@ class Segment:
     label: str  # "E1"
     start: int
     end: int
-
-
-@dataclass(frozen=True)
-class Citation:
-    """One citation: a segment reference or a quote, with the answer offsets it was proven at."""
-
-    kind: str  # "reference" | "quote"
-    text: str
-    valid: bool
-    start: int = -1
-    end: int = -1
-    reason: str | None = None
-    similarity: float | None = None
-
-
-@dataclass(frozen=True)
-class FieldCitations:
-    """The citations of one cited field (``path`` like ``issues[0].description``)."""
-
-    path: str
-    citations: tuple[Citation, ...]
-
-    @property
-    def proven(self) -> bool:
-        return bool(self.citations) and all(c.valid for c in self.citations)
 
 
 def segments(text: str) -> list[Segment]:
@@ -88,18 +64,19 @@ def _labels(spec: str) -> list[str]:
     return labels
 
 
-def _cite(value: str, text: str, by_label: dict[str, Segment], threshold: float) -> list[Citation]:
-    found: list[Citation] = []
+def _cite(value: str, text: str, by_label: dict[str, Segment], threshold: float) -> list[CitationRecord]:
+    found: list[CitationRecord] = []
     for ref in _REFS.finditer(value):
         for label in _labels(ref.group(1)):
             seg = by_label.get(label)
-            found.append(Citation("reference", f"[{label}]", seg is not None, seg.start if seg else -1,
-                                  seg.end if seg else -1, None if seg else f"there is no segment {label}"))
+            found.append(CitationRecord(kind="reference", text=f"[{label}]", valid=seg is not None,
+                                        start=seg.start if seg else -1, end=seg.end if seg else -1,
+                                        reason=None if seg else f"there is no segment {label}"))
     for quote in _QUOTE.finditer(value):
         said = quote.group(1) or quote.group(2)
         match = match_excerpt(said, text, threshold)
-        found.append(Citation("quote", said, match.valid, match.start, match.end,
-                              match.reason, round(match.similarity, 3)))
+        found.append(CitationRecord(kind="quote", text=said, valid=match.valid, start=match.start, end=match.end,
+                                    reason=match.reason, similarity=round(match.similarity, 3)))
     return found
 
 
@@ -117,8 +94,12 @@ def _strings(value: Any, path: Sequence[str], where: str) -> Iterator[tuple[str,
 
 
 def prove(output: dict[str, Any], paths: Sequence[tuple[str, ...]], text: str,
-          threshold: float = 0.8) -> list[FieldCitations]:
+          threshold: float = 0.8) -> list[CitedField]:
     """Every cited field's citations, resolved against ``text`` (the answer the judge saw)."""
     by_label = {s.label: s for s in segments(text)}
-    return [FieldCitations(where, tuple(_cite(value, text, by_label, threshold)))
-            for path in paths for where, value in _strings(output, path, "")]
+    out: list[CitedField] = []
+    for path in paths:
+        for where, value in _strings(output, path, ""):
+            cited = _cite(value, text, by_label, threshold)
+            out.append(CitedField(path=where, proven=bool(cited) and all(c.valid for c in cited), citations=cited))
+    return out

@@ -24,12 +24,12 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from verify.judging.citations import FieldCitations, numbered, prove
+from verify.judging.citations import numbered, prove
 from verify.judging.schema_reply import read_reply
 from verify.judging.schema_verdict import verdict_of
 from verify.llm.ports import ChatRequest, Message, Purpose
 from verify.results.models import TraitOutcome
-from verify.results.schema_judgment import CitationRecord, CitedField, SchemaJudgment
+from verify.results.schema_judgment import CitedField, SchemaJudgment
 
 if TYPE_CHECKING:
     from verify.benchmark.judge_spec import SchemaJudgeSpec
@@ -69,7 +69,7 @@ def _feedback(problems: list[str], attempt: int, spec: SchemaJudgeSpec) -> str:
             "run by segment ([E1], [E2-E3]) or by a verbatim quote in double quotes.")
 
 
-def _citation_problems(cited: list[FieldCitations]) -> list[str]:
+def _citation_problems(cited: list[CitedField]) -> list[str]:
     problems: list[str] = []
     for found in cited:
         if not found.citations:
@@ -78,12 +78,6 @@ def _citation_problems(cited: list[FieldCitations]) -> list[str]:
             if not c.valid:
                 problems.append(f"output.{found.path}: {c.kind} {c.text[:80]!r} does not hold ({c.reason})")
     return problems
-
-
-def _records(cited: list[FieldCitations]) -> list[CitedField]:
-    return [CitedField(path=f.path, proven=f.proven, citations=[
-        CitationRecord(kind="quote" if c.kind == "quote" else "reference", text=c.text, valid=c.valid, start=c.start,
-                       end=c.end, reason=c.reason, similarity=c.similarity) for c in f.citations]) for f in cited]
 
 
 def wire_schema(node: Any) -> Any:
@@ -127,7 +121,7 @@ async def judge_schema_trait(judge: ChatModel, trait: SchemaJudgeTrait, answer: 
     return _outcome(trait, output, cited, raw, history)
 
 
-def _outcome(trait: SchemaJudgeTrait, output: dict[str, Any] | None, cited: list[FieldCitations], raw: str,
+def _outcome(trait: SchemaJudgeTrait, output: dict[str, Any] | None, cited: list[CitedField], raw: str,
              history: list[list[str]]) -> JudgeOutcome:
     attempts = len(history)
     if output is None:
@@ -141,7 +135,7 @@ def _outcome(trait: SchemaJudgeTrait, output: dict[str, Any] | None, cited: list
     proven = all(f.proven for f in cited) if cited else None
     meta = {"problems": history} if any(history) else None
     judgment = SchemaJudgment(result_type="direct_result", output=output, result_metadata=meta, attempts=attempts,
-                              citations=_records(cited), proven=proven)
+                              citations=cited, proven=proven)
     score, label = verdict_of(trait.judge, output)
     if proven is False:
         why = "citations not proven after retries: " + "; ".join(history[-1])
