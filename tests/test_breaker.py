@@ -287,7 +287,7 @@ async def test_models_on_one_server_share_one_breaker() -> None:
     config = VerificationConfig.model_validate({
         "answering_models": [endpoint_model("answerer", secret), hosted],
         "parsing_models": [endpoint_model("judge", "http://USER:hunter2@127.0.0.1:9999/"), no_breaker],
-        "retry_policy": once,
+        "retry_policy": once, "async_max_workers": 2,  # fixed concurrency: no adaptive layer in the chain
     })  # fmt: skip
     inners: dict[str, Scripted] = {}
 

@@ -94,7 +94,7 @@ KARENINA_DEFAULTS: dict[str, Any] = {
     "few_shot_config": None,
     "prompt_config": None,
     "async_enabled": True,
-    "async_max_workers": 2,
+    "async_max_workers": None,  # karenina: None = KARENINA_ASYNC_MAX_WORKERS, else 2; verify: chooses
     "max_concurrent_requests": None,
     "batch_timeout_seconds": None,
     "task_ordering": "auto",
@@ -129,7 +129,7 @@ def test_verification_config_has_karenina_fields_and_defaults() -> None:
     karenina_fields = set(KARENINA_DEFAULTS) | {"answering_models", "parsing_models", "retry_policy"}
     assert len(karenina_fields) == 60
     ours = {"deep_judgment_rubric_search_enabled", "trust_checkpoint_code", "rubric_pass_threshold", "gates",
-            "revision_max_iterations", "transcript_extractor"}
+            "revision_max_iterations", "transcript_extractor", "deep_judgment_rubric_strategy"}
     assert set(VerificationConfig.model_fields) == karenina_fields | ours
     for name, default in KARENINA_DEFAULTS.items():
         assert getattr(config, name) == default, name

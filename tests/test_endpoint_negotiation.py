@@ -435,3 +435,29 @@ async def test_json_object_with_a_schema_reaches_the_reply_function(serve: Any) 
     assert rejected.parsed == VERDICT
     error = server.chat_requests[1]
     assert error["status"] == 500 and error["json"]["response_format"]["type"] == "json_schema"
+
+
+# -- the first structured call probes alone; the calls queued behind it then go out together -----------
+
+
+@pytest.mark.parametrize("adapter", ["langchain", "openai_compatible"])
+async def test_calls_queued_behind_the_probe_go_out_together_once_it_settles(adapter: str) -> None:
+    from verify.llm.adapters.openai_compatible import OpenAICompatibleModel
+
+    cls = LangChainModel if adapter == "langchain" else OpenAICompatibleModel
+    model: Any = cls(endpoint("http://127.0.0.1:9/v1"))
+    in_flight, peak = 0, []
+
+    async def structured(*_args: Any) -> ChatReply:
+        nonlocal in_flight
+        in_flight += 1
+        peak.append(in_flight)
+        await asyncio.sleep(0.02)
+        in_flight -= 1
+        return ChatReply(text="{}", parsed={})
+
+    model._structured = structured
+    await asyncio.gather(*(model.complete(STRUCTURED) for _ in range(10)))
+    assert model.ladder.settled
+    assert peak[0] == 1  # the probe went alone
+    assert max(peak) == 9  # the nine that waited for it were sent together, not one by one

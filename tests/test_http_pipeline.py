@@ -73,16 +73,16 @@ def test_transient_errors_are_retried_with_backoff(status: int) -> None:
 
 
 def test_the_runner_closes_the_http_clients_it_opened(monkeypatch: pytest.MonkeyPatch) -> None:
-    from verify.llm.adapters.langchain import LangChainModel
+    from verify.llm.adapters.openai_compatible import OpenAICompatibleModel
 
     closed: list[int] = []
-    original = LangChainModel.aclose
+    original = OpenAICompatibleModel.aclose
 
-    async def recording_aclose(self: LangChainModel) -> None:
-        closed.append(len(self._http_clients))
+    async def recording_aclose(self: OpenAICompatibleModel) -> None:
+        closed.append(len(self._open))
         await original(self)
 
-    monkeypatch.setattr(LangChainModel, "aclose", recording_aclose)
+    monkeypatch.setattr(OpenAICompatibleModel, "aclose", recording_aclose)
     with start_server() as server:
         run_verification(load_benchmark(DEMO), http_config(server.url, deep_judgment_rubric_mode="disabled"),
                          answers=ANSWERS, question_ids=["demo-capital"])

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from verify.config.models import CategoryRetryConfig, ModelConfig, RetryPolicy
 from verify.errors import ModelError, ModelSetupError
 from verify.llm.adapters.langchain import LangChainModel
+from verify.llm.adapters.openai_compatible import OpenAICompatibleModel
 from verify.llm.breaker import BreakerModel
 from verify.llm.build import CountingModel, build_model
 from verify.llm.cache import CachedModel, ResponseCache
@@ -320,14 +321,14 @@ def test_build_model_chain(tmp_path: Any) -> None:
     assert isinstance(retry, RetryingModel)
     assert isinstance(retry.inner, LimitedModel)
     assert isinstance(retry.inner.inner, BreakerModel)  # the endpoint's circuit breaker, right before the adapter
-    assert isinstance(retry.inner.inner.inner, LangChainModel)
+    assert isinstance(retry.inner.inner.inner, OpenAICompatibleModel)  # an OpenAI-compatible server: our own client
     assert retry.breaker is retry.inner.inner.breaker
     assert model.model_id == retry.inner.inner.inner.model_id
     bare = build_model(config, cache=None, limiter=None, policy=None)
     assert isinstance(bare, RetryingModel) and isinstance(bare.inner, BreakerModel)
-    assert isinstance(bare.inner.inner, LangChainModel)
+    assert isinstance(bare.inner.inner, OpenAICompatibleModel)
     unguarded = build_model(config, cache=None, limiter=None, policy=RetryPolicy(breaker_failures=0))
-    assert isinstance(unguarded, RetryingModel) and isinstance(unguarded.inner, LangChainModel)
+    assert isinstance(unguarded, RetryingModel) and isinstance(unguarded.inner, OpenAICompatibleModel)
 
 
 def test_build_model_manual_has_no_live_model() -> None:
@@ -689,10 +690,10 @@ def test_build_model_resolves_policy_and_timeout() -> None:
     plain = endpoint_config("http://127.0.0.1:9/v1", request_timeout=None)
     model = build_model(plain, cache=None, limiter=None, policy=run_policy, request_timeout=42.0)
     assert isinstance(model, RetryingModel) and isinstance(model.inner, BreakerModel)
-    assert isinstance(model.inner.inner, LangChainModel)
+    assert isinstance(model.inner.inner, OpenAICompatibleModel)
     assert model.budgets()["rate_limit"] == 1 and model.inner.inner.timeout == 42.0
     own = endpoint_config("http://127.0.0.1:9/v1", request_timeout=5.0, retry_policy=own_policy)
     model = build_model(own, cache=None, limiter=None, policy=run_policy, request_timeout=42.0)
     assert isinstance(model, RetryingModel) and isinstance(model.inner, BreakerModel)
-    assert isinstance(model.inner.inner, LangChainModel)
+    assert isinstance(model.inner.inner, OpenAICompatibleModel)
     assert model.budgets()["rate_limit"] == 7 and model.inner.inner.timeout == 5.0

@@ -199,3 +199,41 @@ def test_5000_tasks_open_under_2_seconds(tmp_path: Path) -> None:
     figures = report_bench.measure_open(page, repeats=1)
     assert figures["report_page_errors"] == 0 and figures["report_rows"] == 5000
     assert figures["report_open_seconds"] < report_bench.TARGET_OPEN_SECONDS, figures
+
+
+def test_revisions_and_transcripts_render_without_errors(chromium: Chromium, tmp_path: Path) -> None:
+    from tests.test_report_revisions import PAYLOAD as TRACE_PAYLOAD
+    from tests.test_report_revisions import make_runs
+    from verify.report.page import data_of_page
+
+    agent = make_runs(tmp_path / "runs")
+    page = write_report([agent["revised"]], tmp_path / "revised.html")
+    load(chromium, page)
+    assert chromium.evaluate("!!document.querySelector('#revision-summary') && !document.getElementById('revision-filter').hidden")
+    assert chromium.evaluate("document.querySelectorAll('#tasks th[data-key=\"revision\"]').length") == 1
+    chromium.select("#revision-filter", "satisfied")
+    assert chromium.evaluate("document.querySelectorAll('#tasks tr.task:not([hidden])').length") == 8
+    chromium.click("#tasks tr.task")
+    passes = chromium.wait_for("document.querySelectorAll('section.task-view section.revisions tr.revision-pass').length", timeout=5)
+    assert passes == 2
+    assert chromium.evaluate("document.querySelectorAll('section.revisions li.criterion[data-passed=\"false\"]').length") > 0
+    assert chromium.evaluate("document.querySelectorAll('section.revisions tr.revision-pass details').length") == 2
+
+    # the full trace: blocks, and each excerpt's pieces read exactly its text, labelled with its block
+    for name, where in (("full", ".transcript"), ("final", ".answer")):
+        page = write_report([agent[name]], tmp_path / f"{name}.html")
+        load(chromium, page)
+        task = data_of_page(page.read_text(encoding="utf-8"))["runs"][0]["tasks"][0]
+        chromium.click(f"#tasks tr.task[data-task={json.dumps(task['id'])}]")
+        chromium.wait_for("document.querySelectorAll('section.task-view .transcript .block').length === 5", timeout=5)
+        pieces = chromium.evaluate(f"""[...document.querySelectorAll('section.task-view mark.excerpt[id]')].map(m =>
+            [m.id, m.closest({json.dumps(where)}) !== null, m.dataset.label, [m, ...document.querySelectorAll(
+            'mark.excerpt[data-cont="' + CSS.escape(m.id) + '"]')].map(x => x.textContent).join('')])""")
+        assert len(pieces) == len(task["excerpts"]) > 0
+        for (mark_id, inside, label, text), e in zip(sorted(pieces), sorted(task["excerpts"], key=lambda e: f"{task['id']}-E{e['n']}"), strict=True):
+            assert mark_id == f"{task['id']}-E{e['n']}" and inside and text == e["text"]
+            assert label == (f"E{e['n']}·B{e['block']}" if name == "full" else f"E{e['n']}")
+        bodies = chromium.evaluate("[...document.querySelectorAll('.transcript .block-body')].map(b => b.textContent)")
+        assert sum(TRACE_PAYLOAD in b for b in bodies) == 2
+    chromium.settle(0.2)
+    assert chromium.dialogs == [] and not chromium.errors, [str(p) for p in chromium.errors]

@@ -179,6 +179,19 @@ def test_rubric_judges_see_the_full_trace_or_the_final_answer() -> None:
     assert on.template.trace_messages[2]["tool_calls"][0]["name"] == "search"
 
 
+
+def test_karenina_root_trace_fields_say_what_the_judges_read() -> None:
+    on = to_karenina(_run(make_config(use_full_trace_for_rubric=True), ScriptedModel(honest), OPENAI))
+    off = to_karenina(_run(make_config(use_full_trace_for_rubric=False), ScriptedModel(honest), OPENAI))
+    assert on["used_full_trace"] is True and on["evaluation_input"] == parse_transcript(OPENAI).rendered().text
+    assert off["used_full_trace"] is False and off["evaluation_input"] == "It boils at 100 degrees Celsius."
+    plain = to_karenina(_run(make_config(use_full_trace_for_rubric=False), ScriptedModel(honest), "It boils at 100."))
+    assert plain["used_full_trace"] is True and plain["evaluation_input"] is None  # a string answer: karenina's defaults
+    from verify.results.karenina_form import from_export
+
+    back = from_export(off)
+    assert (back.used_full_trace, back.evaluation_input) == (False, "It boils at 100 degrees Celsius.")
+
 def test_template_judge_sees_the_final_answer_by_default_and_the_trace_when_asked() -> None:
     def script(request: ChatRequest) -> str:
         return json.dumps({"temperature": "100 degrees Celsius"}) if request.purpose == Purpose.PARSING else honest(request)

@@ -14,7 +14,10 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-__all__ = ["DEFAULT_TOOL_PROMPT", "DEFAULT_TOOL_ROUNDS", "SEARCH_TOOL", "SUBMIT_TOOL", "tool_name", "tool_problems"]
+__all__ = [
+    "DEFAULT_TOOL_PROMPT", "DEFAULT_TOOL_ROUNDS", "SEARCH_TOOL", "SUBMIT_TOOL", "entry_problems", "tool_name",
+    "tool_problems",
+]
 
 SUBMIT_TOOL = "submit_grade"
 SEARCH_TOOL = "search"
@@ -33,7 +36,7 @@ def tool_name(entry: Any) -> str:
     return entry if isinstance(entry, str) else str(entry.get("name", "")) if isinstance(entry, dict) else ""
 
 
-def _entry_problems(entry: Any) -> list[str]:
+def entry_problems(entry: Any) -> list[str]:
     if isinstance(entry, str):
         if entry in (SEARCH_TOOL, SUBMIT_TOOL):
             return []
@@ -70,7 +73,7 @@ def _entry_problems(entry: Any) -> list[str]:
 
 def tool_problems(trait: str, tools: list[Any]) -> list[str]:
     """What is wrong with a trait's tools, one line each naming the trait (empty: fine)."""
-    problems = [f"trait {trait!r}: {p}" for entry in tools for p in _entry_problems(entry)]
+    problems = [f"trait {trait!r}: {p}" for entry in tools for p in entry_problems(entry)]
     names = [tool_name(e) for e in tools]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:

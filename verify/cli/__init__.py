@@ -140,8 +140,10 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
     deep_judgment_rubric_retry_attempts: Annotated[int | None, Opt(rich_help_panel=DJ)] = None,
     deep_judgment_rubric_search: Annotated[bool | None, Opt("--deep-judgment-rubric-search/--no-deep-judgment-rubric-search", rich_help_panel=DJ)] = None,
     deep_judgment_rubric_search_tool: Annotated[str | None, Opt(help="tavily | simulated", rich_help_panel=DJ)] = None,
+    deep_judgment_rubric_strategy: Annotated[str | None, Opt(help="per_trait | batched (all traits of a task in <= 3 calls)", rich_help_panel=DJ)] = None,
     use_full_trace_for_template: Annotated[bool | None, Opt("--use-full-trace-for-template/--use-final-message-for-template")] = None,
     use_full_trace_for_rubric: Annotated[bool | None, Opt("--use-full-trace-for-rubric/--use-final-message-for-rubric")] = None,
+    transcript_extractor: Annotated[str | None, Opt(help="a transcript's submission: last_assistant | all_assistant | tool_output:<tool>")] = None,
     no_async: Annotated[bool, Opt("--no-async", help="run one task at a time")] = False,
     async_workers: Annotated[int | None, Opt()] = None,
     max_concurrent_requests: Annotated[int | None, Opt(help="global cap on concurrent model calls")] = None,
@@ -282,7 +284,7 @@ def _main(flags: dict[str, Any]) -> int:
         from verify.results.report import render_plan
 
         render_plan(bench, config, select_questions(bench, options.question_ids, options.include_unfinished),
-                    code_time_limit=flags["code_time_limit"])
+                    code_time_limit=flags["code_time_limit"], answers=options.answers)
         return 0
     directory: RunDirectory | None = None
     if flags["run_root"] is not None:

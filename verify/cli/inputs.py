@@ -143,9 +143,11 @@ def build_config(flags: dict[str, Any], saved: dict[str, Any] | None = None) -> 
             "deep_judgment_rubric_mode", "deep_judgment_rubric_excerpts", "deep_judgment_rubric_max_excerpts",
             "deep_judgment_rubric_fuzzy_threshold", "deep_judgment_rubric_retry_attempts",
             "deep_judgment_rubric_search", "deep_judgment_rubric_search_tool", "use_full_trace_for_template",
-            "use_full_trace_for_rubric", "max_concurrent_requests",
+            "use_full_trace_for_rubric", "max_concurrent_requests", "deep_judgment_rubric_strategy",
         )
     }
+    if flags.get("transcript_extractor") is not None:
+        ov["transcript_extractor"] = flags["transcript_extractor"]
     if flags["interface"]:
         ov["answering_interface"] = flags["interface"]
         if flags["interface"] != "manual":

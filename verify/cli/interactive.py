@@ -51,6 +51,10 @@ def _number(low: float, high: float | None, kind: Callable[[str], T]) -> Callabl
     return parse
 
 
+def _workers(raw: str) -> int | None:
+    return None if raw.lower() == "auto" else _number(1, None, int)(raw)
+
+
 def _model(role: str, number: int, advanced: bool) -> dict[str, Any]:
     typer.secho(f"\n{role} model {number}", bold=True)
     interface = _choice("Interface", INTERFACES if role == "Answering" else INTERFACES[:3] + INTERFACES[4:], "langchain")
@@ -116,7 +120,9 @@ def build_config_interactively(benchmark: Any, mode: str, manual_traces: Any = N
     if advanced:
         data["async_enabled"] = typer.confirm("Run tasks concurrently?", default=True)
         if data["async_enabled"]:
-            data["async_max_workers"] = _ask("Questions in parallel", "2", _number(1, None, int))
+            workers = _ask("Questions in parallel (auto: verify adapts to each server)", "auto", _workers)
+            if workers is not None:
+                data["async_max_workers"] = workers
     if manual_traces is not None:
         data["manual_traces"] = manual_traces
     try:

@@ -10,7 +10,7 @@
 * ``--replay FILE``: karenina's replay store; its recorded traces are the answers of the pairs it
   holds, and the others are answered live (``miss_policy: strict`` makes a miss an error instead).
   verify judges the replayed answers again: stored parsed fields and verdicts are not reused.
-* The agent workspace options are accepted and reported inert (verify runs no agents yet).
+* The agent workspace options are accepted and reported inert (verify's agents have tools but no workspace).
 """
 
 from __future__ import annotations
@@ -250,7 +250,7 @@ def inert_option_warnings(flags: dict[str, Any]) -> list[str]:
                                ("--workspace-output-dir", "workspace_output_dir", None),
                                ("--workspace-output-exclude", "workspace_output_exclude", None)):
         if flags.get(key) not in (default, [], "none"):
-            lines.append(f"{flag} has no effect: verify runs no agents in workspaces yet, so there is nothing to capture")
+            lines.append(f"{flag} has no effect: verify's agents run in no workspace, so there is nothing to capture")
     if flags.get("mode") is not None and not flags.get("interactive"):
         lines.append("--mode has no effect without --interactive")
     return lines

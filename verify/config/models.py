@@ -10,6 +10,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, model_validator
 
+from verify.benchmark.judge_tools import SUBMIT_TOOL, entry_problems, tool_name
 from verify.errors import TRANSIENT_CATEGORIES, ConfigProblems, TransientCategory, raise_if
 
 __all__ = [
@@ -136,12 +137,26 @@ class ErrorPatternConfig(BaseModel):
 # --------------------------------------------------------------------------- models
 
 
+def _answer_tool_problems(tools: list[Any]) -> list[str]:
+    """What is wrong with an answering model's tools: a judge's tool entries, minus submit_grade."""
+    problems = [p for entry in tools for p in entry_problems(entry)]
+    names = [tool_name(e) for e in tools]
+    if SUBMIT_TOOL in names:
+        problems.insert(0, f"{SUBMIT_TOOL!r} is a judge's tool; an answering model answers with its last message")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        problems.append(f"tools {twice} are listed twice")
+    return problems
+
+
 class ModelConfig(BaseModel):
     """One answering or judge (parsing) model, with karenina's fields.
 
-    ``mcp_*``, ``agent_runtime``, ``agent_middleware``, ``max_context_tokens`` and
-    ``agent_timeout`` are accepted and stored so karenina presets load; verify runs no agents,
-    so they have no effect. ``manual_traces`` is never dumped.
+    ``tools`` / ``tool_rounds`` (verify only) give an answering model tools: it answers through the
+    tool loop (:mod:`verify.llm.tool_loop`) and its answer is a transcript; ``agent_timeout`` bounds
+    that loop. ``mcp_*``, ``agent_runtime``, ``agent_middleware`` and ``max_context_tokens`` are
+    accepted and stored so karenina presets load, with no effect (verify connects to no MCP server).
+    ``manual_traces`` is never dumped.
     """
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
@@ -196,7 +211,20 @@ class ModelConfig(BaseModel):
     )
     agent_middleware: dict[str, Any] | None = None
     max_context_tokens: int | None = Field(default=None, ge=1)
-    agent_timeout: int | None = Field(default=None, ge=1)
+    agent_timeout: int | None = Field(
+        default=None, ge=1, description="Seconds a tool-using answering model's loop may take; then its transcript "
+        "so far is the answer (a partial trace: allow_partial_trace_scoring).",
+    )
+    tools: list[str | dict[str, Any]] | None = Field(
+        default=None,
+        description='verify only: tools the answering model may call, as a judge\'s tools minus submit_grade: "search" '
+        '(the run\'s search port) and command runners {"name": ..., "commands": [...], "timeout": ...} (only with '
+        "--trust-checkpoint-code). Its answer is then a transcript (verify.judging.transcript).",
+    )
+    tool_rounds: int = Field(
+        default=5, ge=1, le=50, description="verify only: model calls a tool-using answering model may make; one "
+        "still calling tools after them stops there (recursion_limit).",
+    )
     request_timeout: float | None = Field(
         default=None, gt=0, description="Seconds per call; None = the config's request_timeout."
     )
@@ -247,6 +275,8 @@ class ModelConfig(BaseModel):
                 problems.append(
                     ("mcp_urls_dict", "MCP tools cannot be used with interface 'manual'; remove it")
                 )
+            if self.tools:
+                problems.append(("tools", "a manual model answers from its traces and calls no tools; remove tools"))
         elif self.manual_traces is not None:
             problems.append(
                 ("manual_traces", "only used with interface 'manual'; remove it or set interface='manual'")
@@ -277,6 +307,7 @@ class ModelConfig(BaseModel):
                 )
             elif dup in extra:
                 problems.append((name, f"also given as extra_kwargs['{dup}']; keep only one"))
+        problems += [("tools", p) for p in _answer_tool_problems(self.tools or [])]
         raise_if(problems)
         return self
 

@@ -36,6 +36,9 @@ def config_to_dict(config: VerificationConfig, *, drop_secrets: bool = False) ->
     return dumped
 
 
+_NO_MCP = ("verify connects to no MCP server; give the answering model verify's own tools instead "
+           '(tools: "search", command runners)')
+
 #: Every config field verify accepts but does not act on, with why: the one place that says so.
 #: Paths are ``field`` (VerificationConfig), ``models.field`` (every answering and judge model),
 #: ``prompt_config.field`` and ``few_shot_config.field``. A test checks that every other field is
@@ -43,7 +46,6 @@ def config_to_dict(config: VerificationConfig, *, drop_secrets: bool = False) ->
 #: listed in the results header.
 INERT_FIELDS: dict[str, str] = {
     "parsing_only": "karenina's TaskEval mode; verify always answers and judges",
-    "allow_partial_trace_scoring": "agent traces are not supported yet",
     "task_ordering": "verify runs tasks in checkpoint order",
     "replay_store": "karenina's replay store is not supported",
     "skip_triples": "karenina's replay store is not supported",
@@ -67,15 +69,14 @@ INERT_FIELDS: dict[str, str] = {
     "workspace_output_exclude_patterns": "agent workspaces are not supported",
     "retry_policy.timeout_escalation": "verify keeps one timeout per call (request_timeout)",
     "models.max_retries": "verify retries per error category: set retry_policy.<category>.max_attempts",
-    "models.mcp_urls_dict": "verify runs no agents or MCP tools",
-    "models.mcp_tool_filter": "verify runs no agents or MCP tools",
-    "models.mcp_tool_description_overrides": "verify runs no agents or MCP tools",
-    "models.mcp_http_timeout": "verify runs no agents or MCP tools",
-    "models.mcp_sse_read_timeout": "verify runs no agents or MCP tools",
-    "models.agent_runtime": "verify runs no agents",
-    "models.agent_middleware": "verify runs no agents",
-    "models.agent_timeout": "verify runs no agents",
-    "models.max_context_tokens": "verify runs no agents",
+    "models.mcp_urls_dict": _NO_MCP,
+    "models.mcp_tool_filter": _NO_MCP,
+    "models.mcp_tool_description_overrides": _NO_MCP,
+    "models.mcp_http_timeout": _NO_MCP,
+    "models.mcp_sse_read_timeout": _NO_MCP,
+    "models.agent_runtime": "verify's tool loop has no agent runtime to configure (tools, tool_rounds, agent_timeout)",
+    "models.agent_middleware": "verify's tool loop has no middleware",
+    "models.max_context_tokens": "verify's tool loop does not trim or summarise the conversation",
     "prompt_config.agentic_parsing": "agentic parsing is not supported",
 }
 
@@ -121,6 +122,8 @@ def config_warnings(config: VerificationConfig) -> list[str]:
         notes.append(
             "deep_judgment_rubric_search_enabled has no effect while deep_judgment_rubric_mode='disabled'"
         )
+    if config.deep_judgment_rubric_strategy == "batched" and config.deep_judgment_rubric_mode == "disabled":
+        notes.append("deep_judgment_rubric_strategy='batched' has no effect while deep_judgment_rubric_mode='disabled'")
     if config.deep_judgment_rubric_config is not None and config.deep_judgment_rubric_mode != "custom":
         notes.append("deep_judgment_rubric_config is only read in deep_judgment_rubric_mode='custom'")
     for setting in inert_settings(config):

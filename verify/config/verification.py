@@ -118,12 +118,8 @@ class VerificationConfig(KareninaConfigMethods, BaseModel):
         default="disabled",
         description="enable_all: every LLM trait; use_checkpoint: the traits' own settings; custom: deep_judgment_rubric_config.",
     )
-    deep_judgment_rubric_global_excerpts: bool = Field(
-        default=True, description="enable_all: extract excerpts (else reasoning only)."
-    )
-    deep_judgment_rubric_config: DeepJudgmentRubricCustomConfig | None = Field(
-        default=None, description="Per-trait settings for mode 'custom'."
-    )
+    deep_judgment_rubric_global_excerpts: bool = Field(default=True, description="enable_all: extract excerpts (else reasoning only).")
+    deep_judgment_rubric_config: DeepJudgmentRubricCustomConfig | None = Field(default=None, description="Per-trait settings for mode 'custom'.")
     deep_judgment_rubric_max_excerpts_default: int = Field(
         default=7, ge=1, description="Used where a trait sets no max_excerpts."
     )
@@ -138,6 +134,8 @@ class VerificationConfig(KareninaConfigMethods, BaseModel):
         description="verify only: check excerpts with web search for every trait in enable_all mode.",
     )
     deep_judgment_rubric_search_tool: SearchTool = "tavily"
+    deep_judgment_rubric_strategy: Literal["per_trait", "batched"] = Field(default="per_trait", description="verify "
+        "only. per_trait: about 3 judge calls per trait; batched: all deep-judgment traits of a task share <= 3 calls.")
 
     # few-shot and prompts
     few_shot_config: FewShotConfig | None = None
@@ -145,10 +143,12 @@ class VerificationConfig(KareninaConfigMethods, BaseModel):
 
     # execution
     async_enabled: bool = True
-    async_max_workers: int = Field(default=2, ge=1, description="Questions worked on in parallel.")
-    max_concurrent_requests: int | None = Field(
-        default=None, ge=1, description="Cap on model calls in flight."
+    async_max_workers: int | None = Field(
+        default=None, ge=1, description="Questions worked on in parallel. None (karenina: the env var, else 2): verify "
+        "chooses: every question may start and each server's calls in flight adapt (grow while calls succeed, "
+        "halve on 429/overload)."
     )
+    max_concurrent_requests: int | None = Field(default=None, ge=1, description="Cap on model calls in flight.")
     batch_timeout_seconds: float | None = Field(default=None, gt=0)
     task_ordering: Literal["auto", "prefix_cache", "distribute_answerers", "generation_order", "random"] = (
         "auto"

@@ -238,7 +238,7 @@ async def check_with_search(
     return HallucinationAssessment(overall_risk=overall, per_excerpt_risks=risks, assessed=bool(risks), note=note)
 
 
-def _ungrounded(trait: LLMTrait, score: Score) -> str | None:
+def ungrounded_verdict(trait: LLMTrait, score: Score) -> str | None:
     """A verdict reached without any quote must agree with the absence of evidence."""
     absence = is_absence_criterion(trait)
     if trait.kind == "boolean":
@@ -306,7 +306,7 @@ async def judge_trait(trait: LLMTrait, settings: TraitDJSettings, ctx: TraitCont
         score, label = outcome.score, outcome.label
         result.label_read_as = outcome.label_read_as
         if meta.evidence == "absence":
-            problem = _ungrounded(trait, score)
+            problem = ungrounded_verdict(trait, score)
             if problem:
                 meta.excerpt_validation_failed = True
                 result.status, result.reason = "auto_failed", problem

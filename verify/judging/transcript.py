@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_right
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
+from verify.llm import ports
+
 __all__ = [
-    "EXTRACTORS", "Rendered", "ToolCall", "Transcript", "TranscriptError", "Turn", "parse_transcript",
+    "EXTRACTORS", "Rendered", "ToolCall", "Transcript", "TranscriptError", "Turn", "chat_messages", "parse_transcript",
 ]
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -87,6 +90,15 @@ class Transcript:
             self._rendered.append(_render(self.turns))
         return self._rendered[0]
 
+    def port_messages(self) -> list[ports.Message]:
+        """The transcript as port messages, to continue the conversation (a revision's follow-up turn)."""
+        return [
+            ports.Message(t.role, t.text, tool_calls=tuple(  # type: ignore[arg-type]  # ROLES are the port's roles
+                ports.ToolCall(c.id, c.name, c.arguments if isinstance(c.arguments, dict) else {"input": c.arguments})
+                for c in t.tool_calls), tool_call_id=t.tool_call_id)
+            for t in self.turns
+        ]
+
     def trace_messages(self) -> list[dict[str, Any]]:
         """karenina's ``template.trace_messages`` form (role, content, block_index, tool calls/result)."""
         out: list[dict[str, Any]] = []
@@ -98,6 +110,21 @@ class Transcript:
                 item["tool_result"] = {"tool_use_id": t.tool_call_id or "", "is_error": t.is_error}
             out.append(item)
         return out
+
+
+def chat_messages(messages: Sequence[ports.Message]) -> list[dict[str, Any]]:
+    """Port messages in OpenAI chat format: how a tool-using answering model's run is kept, so it
+    becomes a transcript exactly as a recorded one does (:func:`parse_transcript`)."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        item: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.tool_calls:
+            item["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+                "name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}} for c in m.tool_calls]
+        if m.tool_call_id is not None:
+            item["tool_call_id"] = m.tool_call_id
+        out.append(item)
+    return out
 
 
 def _render(turns: tuple[Turn, ...]) -> Rendered:

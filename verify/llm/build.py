@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from verify.config.models import RetryPolicy
 from verify.errors import ModelError
+from verify.llm.adaptive import AdaptiveLimit, AdaptiveModel
 from verify.llm.breaker import BreakerModel, CircuitBreaker, endpoint_of
 from verify.llm.ports import ChatModel, ChatReply, ChatRequest, Purpose, Usage
 from verify.llm.resilience import LimitedModel, RetryingModel
@@ -45,6 +46,7 @@ def build_model(
     adapter_factory: Callable[[ModelConfig], ChatModel] | None = None,
     error_patterns: Sequence[ErrorPatternConfig] = (),
     breaker: CircuitBreaker | None = None,
+    adaptive: AdaptiveLimit | None = None,
 ) -> ChatModel:
     """The adapter for ``config.interface`` (or ``adapter_factory``'s), wrapped in retry, limiters and cache.
 
@@ -54,7 +56,10 @@ def build_model(
     ``retry_policy`` / ``request_timeout`` win when set (karenina stamps them the same way);
     with neither, karenina's default RetryPolicy and the SDK's timeout apply. ``breaker`` is the
     circuit breaker of the model's server (shared by the models on it); without one the model gets
-    its own, unless the policy's ``breaker_failures`` is 0. ``manual`` has no live model and raises
+    its own, unless the policy's ``breaker_failures`` is 0. ``adaptive`` is the server's limit found
+    while the run goes (:mod:`verify.llm.adaptive`), when the run leaves concurrency to verify: it sits
+    inside the retries, so a backoff holds no slot and every attempt tells it how the server coped.
+    ``manual`` has no live model and raises
     :class:`ModelError`.
     """
     interface = config.interface
@@ -70,9 +75,14 @@ def build_model(
 
         model = SimulatedModel(config)
     else:
-        from verify.llm.adapters.langchain import LangChainModel
+        from verify.llm.adapters.openai_compatible import OpenAICompatibleModel, serves
 
-        model = LangChainModel(config, api_key_env=api_key_env)
+        if serves(config):  # an OpenAI-compatible server: our own client, no langchain import
+            model = OpenAICompatibleModel(config, api_key_env=api_key_env)
+        else:
+            from verify.llm.adapters.langchain import LangChainModel
+
+            model = LangChainModel(config, api_key_env=api_key_env)
     policy = config.retry_policy or policy or RetryPolicy()
     if breaker is None and policy.breaker_failures:
         failures, cooldown = policy.breaker_failures, policy.breaker_cooldown_seconds
@@ -83,6 +93,8 @@ def build_model(
         model = LimitedModel(model, limiter)
     if endpoint_limiter is not None:
         model = LimitedModel(model, endpoint_limiter)
+    if adaptive is not None:
+        model = AdaptiveModel(model, adaptive)
     model = RetryingModel(model, policy, patterns=error_patterns, breaker=breaker)
     if cache is not None:
         from verify.llm.cache import CachedModel

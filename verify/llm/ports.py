@@ -37,6 +37,8 @@ class Purpose(enum.StrEnum):
     DJ_HALLUCINATION = "dj_hallucination"
     DJ_REASONING = "dj_reasoning"
     DJ_SCORE = "dj_score"
+    DJ_BATCH_EXCERPTS = "dj_batch_excerpts"  # strategy batched: quotes for every deep-judgment trait of a task
+    DJ_BATCH_SCORE = "dj_batch_score"  # strategy batched: reasoning, verdict (and search risks) of every trait
     TEMPLATE_DJ_EXCERPTS = "template_dj_excerpts"
     TEMPLATE_DJ_HALLUCINATION = "template_dj_hallucination"
     TEMPLATE_DJ_REASONING = "template_dj_reasoning"
@@ -81,7 +83,8 @@ server answers by it; real providers ignore it)."""
 _TEMPLATE_DJ = frozenset(
     {Purpose.TEMPLATE_DJ_EXCERPTS, Purpose.TEMPLATE_DJ_HALLUCINATION, Purpose.TEMPLATE_DJ_REASONING}
 )
-_RUBRIC_DJ = frozenset({Purpose.DJ_EXCERPTS, Purpose.DJ_HALLUCINATION, Purpose.DJ_REASONING, Purpose.DJ_SCORE})
+_RUBRIC_DJ = frozenset({Purpose.DJ_EXCERPTS, Purpose.DJ_HALLUCINATION, Purpose.DJ_REASONING, Purpose.DJ_SCORE,
+                        Purpose.DJ_BATCH_EXCERPTS, Purpose.DJ_BATCH_SCORE})
 _RUBRIC_EVALUATION = frozenset(
     {Purpose.RUBRIC_BATCH, Purpose.RUBRIC_LITERAL_BATCH, Purpose.RUBRIC_SINGLE, Purpose.RUBRIC_METRIC,
      Purpose.RUBRIC_GRADER, Purpose.RUBRIC_SCHEMA_JUDGE}

@@ -11,18 +11,27 @@ highlights, scores, labels, search results, hallucination risk, unscored reasons
 and the template's parse and ``verify()`` outcome. With two files it also shows what flipped, per
 task and per trait, and how each figure changed.
 
+A transcript answer (an agent run) is shown as its blocks (role, tool calls with their arguments,
+tool results) and then its submission (the final answer); each excerpt is marked in the text its
+judge read, the full trace or the final answer (:mod:`verify.report.transcript_data` works out which).
+A revised task (revise until satisfied) gets a panel with every pass, and the run header what
+revising did (:mod:`verify.report.revision_data`).
+
 The page's DOM, which tests and tools may rely on:
 
 - ``document.body.dataset.ready === "1"`` once the script has drawn the page;
 - ``<input id="search">``; ``<select id="status-filter">`` (``all``, ``passed``, ``failed``,
-  ``incomplete``, ``auto_failed``), also ``#model-filter``, ``#trait-filter``, ``#category-filter``;
+  ``incomplete``, ``auto_failed``), also ``#model-filter``, ``#trait-filter``, ``#category-filter``,
+  and ``#revision-filter`` (shown when a task was revised, with a ``revision`` column);
 - ``<table id="tasks">`` with ``<tr class="task" data-status=".." data-task="<task id>">`` rows; a
   row filtered out has the ``hidden`` attribute (a row on another page of a long table has the class
   ``off-page`` instead);
 - clicking a row shows ``<section class="task-view" data-task="<task id>">`` in ``#view``;
 - excerpts: ``<mark class="excerpt" data-trait=".." id="<task id>-E<n>">`` (later pieces of a split
   excerpt: ``data-cont="<task id>-E<n>"``); references ``<a class="ref" href="#<task id>-E<n>">``;
-  a click on one adds the class ``active`` to its mark and scrolls to it;
+  a click on one adds the class ``active`` to its mark and scrolls to it; a mark in a transcript's
+  block carries ``data-block="<n>"``;
+- revisions and transcripts: see :mod:`verify.report.script_agent`;
 - with two runs: ``<table id="flips">`` with one ``<tr class="flip" data-task="..">`` per task whose
   status changed, and ``<table id="trait-flips">`` with ``tr.trait-flip`` rows.
 
@@ -74,7 +83,9 @@ def report_data(runs: list[Run], title: str) -> dict[str, Any]:
     for run in runs:
         figures = run_figures(run)
         pairs = _keyed(run)
-        figures["tasks"] = [task_record(result, tid) for tid, result in pairs]
+        config = run.header.get("config")
+        figures["tasks"] = [task_record(result, tid, config if isinstance(config, dict) else None)
+                            for tid, result in pairs]
         for _, result in pairs:
             questions.setdefault(result.metadata.question_id, question_record(result))
         keyed.append({r.metadata.task_key: (tid, r) for tid, r in pairs if "-" not in tid})

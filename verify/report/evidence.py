@@ -6,6 +6,10 @@ The judge numbers each trait's evidence from E1 (the reasoning prompt lists a tr
 One answer shows every trait's excerpts at once, so the page numbers them across the task (rubric
 traits first, in the order the results hold them, then template attributes) and each reference is
 rewritten to that number. A reference to an excerpt that does not exist stays plain text.
+
+A transcript answer may have been judged on two texts: a deep judgment that read the full trace
+quotes the rendered transcript, one that read the final answer quotes the submission. Each excerpt
+is then marked in the text its judge read (``reads``), so there is a tree per text.
 """
 
 from __future__ import annotations
@@ -28,10 +32,12 @@ _NUMBER = re.compile(r"\d+")
 @dataclass
 class Evidence:
     """``excerpts``: one record per excerpt (the page's ``ex`` list); ``tree``: the answer with a
-    mark per located excerpt; ``numbers``: (kind, trait or attribute) -> its excerpts' numbers."""
+    mark per located excerpt; ``trace_tree``: the same for the rendered transcript, when excerpts
+    were judged on it; ``numbers``: (kind, trait or attribute) -> its excerpts' numbers."""
 
     excerpts: list[dict[str, Any]] = field(default_factory=list)
     tree: list[Node] = field(default_factory=list)
+    trace_tree: list[Node] = field(default_factory=list)
     numbers: dict[tuple[str, str], list[int]] = field(default_factory=dict)
 
 
@@ -44,12 +50,16 @@ def _ranges(excerpt: Excerpt, answer: str) -> list[tuple[int, int]]:
     return [(int(s), int(e)) for s, e in parts]
 
 
-def _record(number: int, kind: str, owner: str, excerpt: Excerpt, located: list[tuple[int, int]]) -> dict[str, Any]:
+def _record(
+    number: int, kind: str, owner: str, excerpt: Excerpt, located: list[tuple[int, int]], where: str,
+) -> dict[str, Any]:
     record: dict[str, Any] = {
         "n": number, "trait": owner, "kind": kind, "text": excerpt.text, "start": excerpt.start,
         "end": excerpt.end, "confidence": excerpt.confidence, "similarity": excerpt.similarity_score,
-        "method": excerpt.match_method, "located": bool(located),
+        "method": excerpt.match_method, "located": bool(located), "in": where,
     }
+    if excerpt.block is not None:
+        record["block"] = excerpt.block
     if excerpt.spans:
         record["spans"] = [list(p) for p in excerpt.spans]
     if excerpt.hallucination_risk is not None:
@@ -65,21 +75,25 @@ def _record(number: int, kind: str, owner: str, excerpt: Excerpt, located: list[
 
 def collect(
     answer: str | None, by_trait: Mapping[str, Sequence[Excerpt]], by_attribute: Mapping[str, Sequence[Excerpt]],
+    *, trace: str | None = None, reads: Mapping[str, str] | None = None,
 ) -> Evidence:
-    """Number every excerpt of a task and mark the located ones in ``answer``."""
-    text = answer or ""
+    """Number every excerpt of a task and mark the located ones in ``answer``, or, for a kind
+    (``trait``, ``attribute``) that ``reads`` maps to ``"trace"``, in the rendered transcript."""
+    texts = {"answer": answer or "", "trace": trace or ""}
     evidence = Evidence()
-    ranges: list[tuple[int, int, int]] = []
+    ranges: dict[str, list[tuple[int, int, int]]] = {"answer": [], "trace": []}
     for kind, groups in (("trait", by_trait), ("attribute", by_attribute)):
+        where = "trace" if trace is not None and (reads or {}).get(kind) == "trace" else "answer"
         for owner, excerpts in groups.items():
             numbers = evidence.numbers.setdefault((kind, owner), [])
             for excerpt in excerpts:
                 number = len(evidence.excerpts) + 1
-                located = _ranges(excerpt, text)
-                evidence.excerpts.append(_record(number, kind, owner, excerpt, located))
+                located = _ranges(excerpt, texts[where])
+                evidence.excerpts.append(_record(number, kind, owner, excerpt, located, where))
                 numbers.append(number)
-                ranges.extend((number, s, e) for s, e in located)
-    evidence.tree = highlight(text, ranges) if text else []
+                ranges[where].extend((number, s, e) for s, e in located)
+    evidence.tree = highlight(texts["answer"], ranges["answer"]) if texts["answer"] else []
+    evidence.trace_tree = highlight(texts["trace"], ranges["trace"]) if texts["trace"] else []
     return evidence
 
 

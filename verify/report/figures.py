@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+from verify.report.revision_data import revision_figures
 from verify.report.runs import Run
 from verify.report.task_data import trait_kind
 from verify.results.models import VerificationResult
@@ -141,6 +142,7 @@ def run_figures(run: Run) -> dict[str, Any]:
                    "pass_rate": c["passed"] / (c["passed"] + c["failed"]) if c["passed"] + c["failed"] else None}
                   for name, c in sorted(pairs.items())],
         "traits": traits.records(summary),
+        "revision": revision_figures(run.results),
         "notes": notes,
         "task_warnings": [[m, n] for m, n in warnings.most_common(_MAX_MESSAGES)],
         "errors": [[m, n] for m, n in summary.error_messages.items()],

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["Node", "highlight", "mark_text", "plain_text"]
+__all__ = ["Node", "highlight", "mark_text", "plain_text", "slice_tree"]
 
 Node = str | dict[str, Any]
 _Span = tuple[int, int, int, int]  # start, end, excerpt number, position in the input (tells twins apart)
@@ -71,3 +71,29 @@ def mark_text(nodes: Sequence[Node], number: int) -> list[str]:
         else:
             pieces.extend(mark_text(node["c"], number))
     return pieces
+
+
+def _length(node: Node) -> int:
+    return len(node) if isinstance(node, str) else sum(_length(c) for c in node["c"])
+
+
+def slice_tree(nodes: Sequence[Node], start: int, end: int) -> list[Node]:
+    """The part of a tree covering ``text[start:end]``: a mark cut at ``start`` goes on as a
+    continuation (no ``id``), so a block of a transcript can be drawn on its own from the whole tree."""
+    out: list[Node] = []
+    at = 0
+    for node in nodes:
+        size = _length(node)
+        a, b = max(start, at), min(end, at + size)
+        if a < b:
+            if isinstance(node, str):
+                _append_text(out, node[a - at:b - at])
+            else:
+                piece: dict[str, Any] = {"n": node["n"], "c": slice_tree(node["c"], a - at, b - at)}
+                if node.get("id") and a == at:
+                    piece["id"] = 1
+                out.append(piece)
+        at += size
+        if at >= end:
+            break
+    return out

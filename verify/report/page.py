@@ -24,6 +24,7 @@ import math
 import re
 from typing import Any
 
+from verify.report.script_agent import AGENT_JS
 from verify.report.script_base import BASE_JS
 from verify.report.script_charts import CHARTS_JS
 from verify.report.script_table import TABLE_JS
@@ -36,7 +37,7 @@ __all__ = ["COMPRESS_ABOVE", "SCRIPT", "data_of_page", "render_page", "script_js
 COMPRESS_ABOVE = 1_000_000
 """Characters of JSON above which the data is embedded gzipped (the demo's page stays readable)."""
 
-SCRIPT = "(function () {\n" + BASE_JS + CHARTS_JS + TABLE_JS + VIEW_JS + """
+SCRIPT = "(function () {\n" + BASE_JS + CHARTS_JS + TABLE_JS + VIEW_JS + AGENT_JS + """
 loadData().then(init, err => {
   const p = document.getElementById('loading');
   if (p) p.textContent = 'This report could not be read: ' + err;
@@ -124,6 +125,7 @@ def render_page(data: dict[str, Any], title: str) -> str:
 <select id="model-filter" aria-label="models"><option value="all">all models</option></select>
 <select id="trait-filter" aria-label="trait"><option value="all">all traits</option></select>
 <select id="category-filter" aria-label="failure category"><option value="all">all failure categories</option></select>
+<select id="revision-filter" aria-label="revision status" hidden><option value="all">all revision statuses</option></select>
 <span id="shown" class="muted"></span>
 </div>
 <div class="table-wrap"><table id="tasks"></table></div>

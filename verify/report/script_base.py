@@ -113,6 +113,7 @@ function runSummary(run) {
       ' excerpts validated, ' + fmt.num(dj.rejected) + ' rejected, ' + fmt.num(dj.retries) + ' retries, ' +
       fmt.num(dj.without_evidence) + ' without valid evidence, ' + fmt.num(dj.risky) + ' with medium/high hallucination risk'));
   }
+  if (run.revision) box.append(revisionSummary(run.revision));
   const cats = Object.entries(f.failure_categories);
   if (cats.length) box.append(h('p', null, 'failures: ', cats.map(([c, n]) => c + ' ' + n).join(', ')));
   if (hd.gates) box.append(h('h3', null, 'Gates'), h('pre', null, JSON.stringify(hd.gates, null, 2)));

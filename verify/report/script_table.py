@@ -35,6 +35,8 @@ const COLUMNS = [
   {key: 'traits', label: 'traits', value: t => traitSummary(t)},
   {key: 'time', label: 'time (s)', value: t => t.time || 0, cell: t => (t.time || 0).toFixed(2)},
 ];
+const REVISION_COLUMN = {key: 'revision', label: 'revision', value: t => t.revision ? t.revision.status : '',
+  cell: t => t.revision ? [passBadge(t.revision.status), ' ' + t.revision.iterations + '/' + t.revision.max_iterations] : ''};
 const BEFORE_COLUMN = {key: 'before', label: 'earlier run', value: t => { const b = R.beforeById.get(t.id); return b ? STATUS_ORDER[b.status] : 9; },
   cell: t => { const b = R.beforeById.get(t.id); return b ? badge(b.status) : h('span', {class: 'muted'}, 'not in the earlier run'); }};
 
@@ -44,6 +46,7 @@ function haystack(t) {
     const q = R.data.questions[t.question] || {};
     text = [t.question, q.text, q.expected, plainText(t.tree), t.answering, t.judge, STATUS_LABEL[t.status],
       t.failure ? t.failure.category + ' ' + t.failure.reason : '',
+      t.transcript ? t.transcript.blocks.map(b => plainText(b.body)).join('\n') : '',
       ...t.traits.map(x => [x.name, x.label, x.reason].filter(Boolean).join(' '))].filter(Boolean).join('\n').toLowerCase();
     T.hay.set(t.id, text);
   }
@@ -56,7 +59,8 @@ function fillSelect(id, values) {
 }
 
 function setupTable() {
-  const columns = R.before ? [...COLUMNS, BEFORE_COLUMN] : COLUMNS;
+  const revised = R.main.tasks.some(t => t.revision);
+  const columns = [...COLUMNS, ...(revised ? [REVISION_COLUMN] : []), ...(R.before ? [BEFORE_COLUMN] : [])];
   T.columns = columns;
   const table = byId('tasks');
   table.append(h('thead', null, h('tr', null, columns.map(c => h('th', {'data-key': c.key, scope: 'col'}, c.label)))));
@@ -72,7 +76,9 @@ function setupTable() {
   fillSelect('model-filter', [...new Set(R.main.tasks.map(pair))].sort());
   fillSelect('trait-filter', R.main.traits.map(t => t.name));
   fillSelect('category-filter', [...new Set(R.main.tasks.filter(t => t.failure).map(t => t.failure.category))].sort());
-  for (const id of ['status-filter', 'model-filter', 'trait-filter', 'category-filter']) {
+  fillSelect('revision-filter', [...new Set(R.main.tasks.filter(t => t.revision).map(t => t.revision.status))].sort());
+  byId('revision-filter').hidden = !revised;
+  for (const id of ['status-filter', 'model-filter', 'trait-filter', 'category-filter', 'revision-filter']) {
     byId(id).addEventListener('change', () => { T.page = 0; applyFilters(); });
   }
   byId('search').addEventListener('input', () => { T.page = 0; applyFilters(); });
@@ -107,13 +113,14 @@ function sortBy(key) {
 function applyFilters() {
   const terms = byId('search').value.toLowerCase().split(/\s+/).filter(Boolean);
   const status = byId('status-filter').value, model = byId('model-filter').value;
-  const trait = byId('trait-filter').value, category = byId('category-filter').value;
+  const trait = byId('trait-filter').value, category = byId('category-filter').value, revision = byId('revision-filter').value;
   const shown = [];
   for (const id of T.order) {
     const t = R.byId.get(id), tr = T.rows.get(id);
     const ok = (status === 'all' || t.status === status) && (model === 'all' || pair(t) === model) &&
       (trait === 'all' || t.traits.some(x => x.name === trait)) &&
       (category === 'all' || (t.failure ? t.failure.category : '') === category) &&
+      (revision === 'all' || (t.revision ? t.revision.status : '') === revision) &&
       terms.every(w => haystack(t).includes(w));
     tr.hidden = !ok;
     if (ok) shown.push(tr); else tr.classList.remove('off-page');

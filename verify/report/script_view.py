@@ -19,7 +19,8 @@ function renderTree(nodes, t, parent) {
     const title = what + ' · E' + n.n + ' · confidence ' + e.confidence + ' · similarity ' + e.similarity +
       ' · ' + e.method + (e.risk ? ' · hallucination risk ' + e.risk : '');
     const mark = h('mark', {class: 'excerpt ' + colourOf(e.trait), 'data-trait': e.trait, 'data-kind': e.kind, title: title});
-    if (n.id) { mark.id = t.id + '-E' + n.n; mark.dataset.label = 'E' + n.n; } else mark.dataset.cont = t.id + '-E' + n.n;
+    if (e.block) { mark.dataset.block = e.block; mark.title += ' · block B' + e.block; }
+    if (n.id) { mark.id = t.id + '-E' + n.n; mark.dataset.label = 'E' + n.n + (e.block ? '·B' + e.block : ''); } else mark.dataset.cont = t.id + '-E' + n.n;
     renderTree(n.c, t, mark);
     parent.append(mark);
   }
@@ -38,7 +39,8 @@ function evidenceList(t, numbers) {
     const e = t.excerpts[n - 1];
     const meta = ['confidence ' + e.confidence, 'similarity ' + e.similarity, e.method];
     if (e.spans) meta.push('quoted in ' + e.spans.length + ' parts');
-    if (!e.located) meta.push('offsets ' + e.start + '–' + e.end + ' not located in the answer');
+    if (e.in === 'trace') meta.push(e.block ? 'full trace, block B' + e.block : 'full trace');
+    if (!e.located) meta.push('offsets ' + e.start + '–' + e.end + ' not located in the ' + (e.in === 'trace' ? 'transcript' : 'answer'));
     const li = h('li', {id: t.id + '-L' + n}, refLink(t, n), ' “', e.text, '” ', h('span', {class: 'muted'}, '(' + meta.join(' · ') + ')'));
     if (e.risk) li.append(h('div', null, 'hallucination risk: ', h('b', null, e.risk), e.justification ? ' — ' + e.justification : ''));
     if (e.search) {
@@ -198,10 +200,14 @@ function taskView(t, run, id) {
   parts.push(h('h3', null, 'Expected answer'), h('div', {class: 'pre'}, q.expected === null || q.expected === undefined ? '—' : q.expected));
   parts.push(h('h3', null, 'Answer', t.answer_source ? ' (' + t.answer_source + ')' : ''));
   if (t.excerpts.length) parts.push(legend(t));
-  const answer = h('div', {class: 'answer'});
-  if (!t.has_answer) answer.append(h('span', {class: 'muted'}, 'no answer'));
-  renderTree(t.tree, t, answer);
-  parts.push(answer);
+  if (t.transcript) parts.push(...transcriptView(t));
+  else {
+    const answer = h('div', {class: 'answer'});
+    if (!t.has_answer) answer.append(h('span', {class: 'muted'}, 'no answer'));
+    renderTree(t.tree, t, answer);
+    parts.push(answer);
+  }
+  parts.push(revisionPanel(t) || '');
   if (t.traits.length) parts.push(h('h3', null, 'Rubric'), ...t.traits.map(tr => traitBlock(t, tr)));
   parts.push(templateBlock(t) || '', templateDeepBlock(t) || '');
   const c = t.coverage;

@@ -86,4 +86,15 @@ svg.chart .track { fill: var(--soft); }
 .v10 { fill: #c5b0d5; } .v11 { fill: #8c564b; }
 .grid2 { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr)); gap: 16px; }
 #pager button { margin: 6px 6px 0 0; }
+.transcript { border-left: 3px solid var(--line); padding: 2px 0 2px 10px; }
+.transcript .block { white-space: pre-wrap; word-break: break-word; line-height: 1.9; margin: 4px 0; padding: 4px 8px;
+  border-radius: 4px; background: #fcfcfd; border: 1px solid var(--line); }
+.block[data-role="user"] { background: #f3f7fd; } .block[data-role="system"] { background: var(--soft); }
+.block[data-kind="call"] { background: #fbf7ee; font-family: ui-monospace, monospace; font-size: 12px; }
+.block[data-kind="result"] { background: #f1f8f3; } .block.error { border-color: var(--fail); }
+.block-head { color: var(--muted); font-weight: 600; }
+.rv { display: inline-block; padding: 0 6px; border-radius: 9px; font-size: 12px; background: var(--soft); border: 1px solid var(--line); }
+.rv-satisfied { color: var(--pass); } .rv-needs_revision, .rv-max_iterations_reached { color: var(--inc); }
+.rv-failed, .rv-grader_error { color: var(--fail); }
+.criteria { margin: 0; padding-left: 16px; } .criterion[data-passed="false"] { color: #7d3a33; }
 """

@@ -5,7 +5,10 @@ excerpts, rejected quotes, search results, hallucination risks, the template's p
 coverage, errors); token counts per stage and model identities beyond their display name are not.
 The answer is not stored as a string: it is the mark tree of :mod:`verify.report.highlight`, which
 holds its text once. Question text and expected answer are stored once per question
-(:func:`question_record`), not once per model and replicate.
+(:func:`question_record`), not once per model and replicate. A transcript answer is kept as its
+blocks (:mod:`verify.report.transcript_data`), each excerpt marked in the text its judge read; the
+answer's tree is then the submission. A revised task carries its revision record
+(:mod:`verify.report.revision_data`).
 
 Status (the table's ``data-status``): ``passed``, ``failed`` (a judged failure: content,
 abstention), ``auto_failed`` (failed because evidence could not be proven: karenina's ``autofail``
@@ -15,9 +18,13 @@ group) or ``incomplete``.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Any
 
 from verify.report.evidence import collect, reasoning_parts
+from verify.report.highlight import Node
+from verify.report.revision_data import revision_record
+from verify.report.transcript_data import Reading, blocks, reading
 from verify.results.models import (
     DeepJudgmentRubricSection,
     DeepJudgmentSection,
@@ -122,13 +129,26 @@ def _usage(template: TemplateSection | None) -> dict[str, int]:
     return {"tokens": total.total_tokens, "calls": total.calls, "cached_calls": total.cached_calls}
 
 
-def task_record(result: VerificationResult, tid: str) -> dict[str, Any]:
-    """The page's record of one task (see the module docstring)."""
+def _transcript(template: TemplateSection, read: Reading, tree: list[Node]) -> dict[str, Any]:
+    calls = sum(len(m.get("tool_calls") or []) for m in template.trace_messages)
+    return {"messages": len(template.trace_messages), "tool_calls": calls, "extractor": read.extractor,
+            "reads": read.reads, "how": read.how, "blocks": blocks(read, tree)}
+
+
+def task_record(result: VerificationResult, tid: str, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The page's record of one task (see the module docstring); ``config``: the run's, if known."""
     meta = result.metadata
     template, rubric = result.template, result.rubric
     dj, tdj = result.deep_judgment_rubric, result.deep_judgment
     answer = template.raw_llm_response if template is not None else None
-    evidence = collect(answer, dj.extracted_rubric_excerpts if dj else {}, tdj.extracted_excerpts if tdj else {})
+    by_trait = dj.extracted_rubric_excerpts if dj else {}
+    by_attribute = tdj.extracted_excerpts if tdj else {}
+    read = reading(template, {"trait": by_trait, "attribute": by_attribute}, config or {}) if template else None
+    if read is None:
+        evidence = collect(answer, by_trait, by_attribute)
+    else:
+        answer = read.submission
+        evidence = collect(answer, by_trait, by_attribute, trace=read.rendered, reads=read.reads)
     traits: list[dict[str, Any]] = []
     if rubric is not None:
         names = list(rubric.trait_status)
@@ -145,6 +165,8 @@ def task_record(result: VerificationResult, tid: str) -> dict[str, Any]:
         "failure": meta.failure.model_dump(mode="json") if meta.failure else None,
         "has_answer": answer is not None, "answer_source": template.answer_source if template else None,
         "tree": evidence.tree, "excerpts": evidence.excerpts, "traits": traits,
+        "transcript": _transcript(template, read, evidence.trace_tree) if read and template else None,
+        "revision": revision_record(meta.revision) if meta.revision else None,
         "template": _template(template) if template is not None else None,
         "template_deep": _template_deep(tdj, evidence.numbers) if tdj is not None else None,
         "coverage": meta.coverage.model_dump(mode="json") if meta.coverage else None,

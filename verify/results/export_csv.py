@@ -38,10 +38,12 @@ KARENINA_TAIL = [
     "agent_metrics",
 ]
 #: verify's columns, after karenina's: the verdict and what was not judged, verify's own failure
-#: category (karenina's ``success``/``error`` follow karenina's form), and the key resume uses.
+#: category (karenina's ``success``/``error`` follow karenina's form), the key resume uses, then a
+#: revised task's terminal status and passes used, and a transcript answer's messages and tool calls
+#: (blank when the task was not revised, or its answer is text).
 OWN_COLUMNS = [
     "verdict", "judged", "unscored", "failure_category", "failure_stage", "trait_status", "evaluation_mode",
-    "task_key",
+    "task_key", "revision_status", "revision_iterations", "transcript_messages", "transcript_tool_calls",
 ]
 _SCORE_KINDS = ("llm_trait_scores", "regex_trait_scores", "callable_trait_scores", "metric_trait_scores")
 
@@ -143,6 +145,7 @@ def csv_row(
 
 def _own_cells(r: VerificationResult) -> dict[str, Any]:
     m = r.metadata
+    trace = r.template.trace_messages if r.template else []
     status = {name: o.status for name, o in (r.rubric.trait_status if r.rubric else {}).items() if o.status != "scored"}
     return {
         "verdict": r.verdict,
@@ -153,4 +156,8 @@ def _own_cells(r: VerificationResult) -> dict[str, Any]:
         "trait_status": json.dumps(status) if status else "",
         "evaluation_mode": m.evaluation_mode,
         "task_key": m.task_key,
+        "revision_status": m.revision.status if m.revision else "",
+        "revision_iterations": m.revision.iterations if m.revision else "",
+        "transcript_messages": len(trace) if trace else "",
+        "transcript_tool_calls": sum(len(msg.get("tool_calls") or []) for msg in trace) if trace else "",
     }

@@ -70,6 +70,8 @@ _SECTIONS: dict[str, Any] = {
     "deep_judgment_rubric": DeepJudgmentRubricSection,
 }
 
+_ROOT_TRACE = ("evaluation_input", "used_full_trace", "trace_extraction_error")
+
 
 def to_karenina(result: VerificationResult) -> dict[str, Any]:
     """``result`` as a karenina ``VerificationResult`` dict, with verify's own data under ``verify``."""
@@ -100,7 +102,7 @@ def to_karenina(result: VerificationResult) -> dict[str, Any]:
         data["rubric"] = {**_RUBRIC_DEFAULTS, **data["rubric"]}
     out: dict[str, Any] = {"metadata": {**_METADATA_DEFAULTS, **meta}}
     out.update((name, data[name]) for name in _SECTIONS)
-    out.update(evaluation_input=None, used_full_trace=True, trace_extraction_error=None)
+    out.update((name, data[name]) for name in _ROOT_TRACE)
     out[OWN_SECTION] = own
     return out
 
@@ -164,6 +166,7 @@ def from_export(data: dict[str, Any]) -> VerificationResult:
     for name, model in _SECTIONS.items():
         section = data.get(name)
         out[name] = {k: v for k, v in section.items() if k in model.model_fields} if isinstance(section, dict) else None
+    out.update((name, data[name]) for name in _ROOT_TRACE if data.get(name) is not None)
     if own.get("no_answer_text") and out["template"] is not None:
         out["template"]["raw_llm_response"] = None
     return VerificationResult.model_validate(out)

@@ -306,6 +306,11 @@ class VerificationResult(_Model):
     rubric: RubricSection | None = None
     deep_judgment: DeepJudgmentSection | None = None
     deep_judgment_rubric: DeepJudgmentRubricSection | None = None
+    # karenina's root trace fields: for a transcript answer, the text the rubric judges read (the
+    # template's when no rubric ran) and whether that was the whole rendered trace
+    evaluation_input: str | None = None
+    used_full_trace: bool = True
+    trace_extraction_error: str | None = None
 
     @property
     def verdict(self) -> Verdict:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.measure import Measurement
@@ -15,6 +15,7 @@ from verify.errors import ConfigError
 from verify.judging.deterministic import is_pickled
 from verify.results.verdict_plan import verdict_plan
 from verify.run.pipeline import FINALIZE, plan
+from verify.stages.transcripts import plan_note
 
 if TYPE_CHECKING:
     from verify.benchmark.jsonld import Benchmark
@@ -40,7 +41,7 @@ def trait_kind(trait: object) -> str:
 
 def render_plan(
     benchmark: Benchmark, config: VerificationConfig, questions: Sequence[Question], *,
-    code_time_limit: float | None = None,
+    code_time_limit: float | None = None, answers: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """The plan of a run, before any model call: stages, tasks, whether each question's answer
     template compiles (and how it decides; each compile within ``code_time_limit`` seconds, default
@@ -64,6 +65,7 @@ def render_plan(
     tasks = len(questions) * len(config.answering_models) * len(config.parsing_models) * config.replicate_count
     console.print(f"evaluation_mode: {config.evaluation_mode}")
     console.print(f"deep_judgment_rubric_mode: {config.deep_judgment_rubric_mode}")
+    console.print(f"deep_judgment_rubric_strategy: {config.deep_judgment_rubric_strategy}")
     console.print("stages: " + " -> ".join(stages))
     if config.revision_max_iterations is not None:
         console.print(f"revise until satisfied: up to {config.revision_max_iterations} answer-and-grade pass(es) per task "
@@ -72,6 +74,9 @@ def render_plan(
         f"tasks: {tasks} = {len(questions)} question(s) x {len(config.answering_models)} answering x "
         f"{len(config.parsing_models)} parsing x {config.replicate_count} replicate(s)"
     )
+    transcripts = plan_note(config, answers)  # what judges read of transcripts (recorded --answers too)
+    if transcripts:
+        console.print(Text(transcripts))
     for note in notes:
         console.print(Text(f"warning: {note}"))
     if config.template_enabled:

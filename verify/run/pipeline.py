@@ -43,7 +43,7 @@ from verify.stages.auto_fail import DeepJudgmentAutoFail, DeepJudgmentRubricAuto
 from verify.stages.checks import AbstentionCheck, EmbeddingCheck, SufficiencyCheck
 from verify.stages.rubric import RubricEvaluation, evaluates
 from verify.stages.template import ParseTemplate, ValidateTemplate, VerifyTemplate
-from verify.stages.transcripts import mark_blocks
+from verify.stages.transcripts import judged_text, mark_blocks
 
 if TYPE_CHECKING:
     from verify.config.models import ModelConfig
@@ -150,9 +150,11 @@ def finalize(state: TaskState, deps: Deps, started: float) -> VerificationResult
         "trace_messages": trace.trace_messages() if trace else [], "answer_source": state.answer_source,
         "usage_metadata": _usage(records), "abstention_detected": state.abstention_detected,
     })
+    full = deps.config.use_full_trace_for_rubric if state.rubric is not None else deps.config.use_full_trace_for_template
     return VerificationResult(
         metadata=metadata, template=template, rubric=state.rubric, deep_judgment=tpl.deep_judgment,
-        deep_judgment_rubric=state.deep_judgment_rubric,
+        deep_judgment_rubric=state.deep_judgment_rubric, used_full_trace=trace is None or full,
+        evaluation_input=None if trace is None else judged_text(state, deps.config, rubric=state.rubric is not None),
     )
 
 

@@ -9,7 +9,9 @@ result is the task's result, with every pass kept in ``metadata.revision``. Mode
 iteration go through the same recording models, so the result's usage counts them all.
 
 Only answers the answering model wrote can be revised: recorded answers (``--answers``, manual
-traces, a replay store) are refused before any call.
+traces, a replay store) are refused before any call. A tool-using answering model's follow-up turn
+continues its transcript (every tool call and result so far, then the feedback), and it may call
+its tools again before revising; the judges of each pass read that pass's whole transcript.
 """
 
 from __future__ import annotations
@@ -77,6 +79,15 @@ def _notify(on_evaluation: OnEvaluation | None, evaluation: RevisionEvaluation) 
         log.warning("on_evaluation raised %s: %s (ignored)", type(exc).__name__, exc)
 
 
+def _conversation(state: TaskState, deps: Deps, turns: list[Message] | None) -> list[Message]:
+    """The conversation so far, the last answer included. A tool-using answering model's is its whole
+    transcript (tool calls and results too), so the follow-up turn continues it."""
+    if state.transcript is not None and state.task.answering.tools:
+        return state.transcript.port_messages()
+    asked = turns if turns is not None else answer_messages(deps.config, state)
+    return [*asked, Message("assistant", state.answer or "")]
+
+
 async def run_revising(task: Task, deps: Deps, stages: Sequence[Stage],
                        on_evaluation: OnEvaluation | None = None) -> VerificationResult:
     """The task's result: one pass through ``stages``, or (with ``revision_max_iterations``) up to
@@ -95,9 +106,7 @@ async def run_revising(task: Task, deps: Deps, stages: Sequence[Stage],
         _notify(on_evaluation, evaluation)
         if evaluation.result != "needs_revision" or iteration == limit - 1:
             break
-        asked = turns if turns is not None else answer_messages(deps.config, state)
-        turns = [*asked, Message("assistant", evaluation.answer or ""),
-                 Message("user", feedback(evaluation.criteria, task.rubric))]
+        turns = [*_conversation(state, deps, turns), Message("user", feedback(evaluation.criteria, task.rubric))]
     last = evaluations[-1].result
     status = "max_iterations_reached" if last == "needs_revision" else last
     result.metadata.revision = Revision(status=status, max_iterations=limit, evaluations=evaluations)

@@ -1,9 +1,9 @@
 """The batch runner: run every task concurrently, save each as it finishes, resume, export.
 
 ``run_verification(benchmark, config, ...)`` is the Python entry point (usable from a notebook);
-the CLI calls the same function. Tasks are pulled by a fixed pool of workers
-(``async_max_workers``), model calls share one global limit (``max_concurrent_requests``), and
-each finished task is appended to ``<output>.progress.jsonl`` (fsynced) before the next starts.
+the CLI calls the same function. Tasks are pulled by ``async_max_workers`` workers (unset:
+:data:`AUTO_TASKS`, paced by each server's adaptive limit), model calls share one global limit
+(``max_concurrent_requests``), and each finished task is appended to ``<output>.progress.jsonl``.
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ if TYPE_CHECKING:
     from verify.config.verification import VerificationConfig
 
 log = logging.getLogger("verify")
+
+AUTO_TASKS = 64  # tasks in flight when async_max_workers is unset: the servers' adaptive limits pace the calls
 
 __all__ = ["RunOptions", "RunOutcome", "run_async", "run_header", "run_verification"]
 
@@ -251,7 +253,8 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
             if bar:
                 bar.advance(result)
 
-    workers = max(1, config.async_max_workers if config.async_enabled else 1)
+    # a given async_max_workers keeps karenina's meaning: that many questions at a time
+    workers = (config.async_max_workers or AUTO_TASKS) if config.async_enabled else 1
     running = [asyncio.create_task(worker()) for _ in range(workers)]
     limits = [t for t in (config.batch_timeout_seconds, options.deadline) if t is not None]
     limit = min(limits) if limits else None

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verify.errors import ConfigError
+from verify.llm.adaptive import CEILING, AdaptiveLimit
 from verify.llm.breaker import CircuitBreaker, endpoint_of
 from verify.llm.endpoints import base_url_of, url_key
 from verify.llm.ports import ChatModel, Search
@@ -99,6 +100,11 @@ class Services:
         self.endpoint_limiters = endpoint_limiters(models)
         self.breakers = endpoint_breakers(models, config.retry_policy)
         self.configs: dict[str, ModelConfig] = {}
+        # no async_max_workers: every task may start, and each server's calls in flight are found
+        # while the run goes (verify/llm/adaptive.py), under the fixed caps the config gives
+        self.adaptive: dict[str, AdaptiveLimit] | None = (
+            {} if config.async_enabled and config.async_max_workers is None else None
+        )
 
     def judge_variant(self, judge: ModelConfig, name: str | None, provider: str | None,
                       temperature: float | None) -> ChatModel:
@@ -126,10 +132,20 @@ class Services:
                 endpoint_limiter=self.endpoint_limiters.get(endpoint_key(model)),
                 request_timeout=self.config.request_timeout, adapter_factory=self.adapter_factory,
                 error_patterns=self.config.custom_error_patterns,
-                breaker=self.breakers.get(endpoint_of(model).key),
+                breaker=self.breakers.get(endpoint_of(model).key), adaptive=self._adaptive_limit(model),
             )
             self.configs[key] = model
         return self.built[key]
+
+    def _adaptive_limit(self, model: ModelConfig) -> AdaptiveLimit | None:
+        if self.adaptive is None:
+            return None
+        key = endpoint_key(model)
+        limit = self.adaptive.get(key)
+        if limit is None:
+            caps = [c for c in (self.config.max_concurrent_requests, model.max_concurrent_requests) if c]
+            limit = self.adaptive[key] = AdaptiveLimit(key, ceiling=min([CEILING, *caps]))
+        return limit
 
     def structured_output_methods(self) -> dict[str, str]:
         """``{model id: structured-output method}`` of the built models whose adapter says which

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from verify.config.verification import VerificationConfig
 
 __all__ = [
-    "TemplateCheck", "build_tasks", "canonical", "check_deep_judgment_names", "check_something_to_evaluate",
+    "TemplateCheck", "build_tasks", "canonical", "check_command_trust", "check_deep_judgment_names",
+    "check_model_tools", "check_something_to_evaluate",
     "check_templates", "check_templates_async", "needs_search", "preflight", "preflight_async",
     "select_questions", "task_rubric", "template_style",
 ]
@@ -122,7 +123,9 @@ def build_tasks(benchmark: Benchmark, config: VerificationConfig, questions: Seq
 
 def needs_search(benchmark: Benchmark, config: VerificationConfig, questions: Sequence[Question]) -> bool:
     """Whether some trait of these questions may check its excerpts with rubric search, or is a judge
-    given the search tool."""
+    given the search tool, or an answering model has the search tool."""
+    if any(SEARCH_TOOL in map(tool_name, m.tools or []) for m in config.answering_models):
+        return True
     if not config.rubric_enabled:
         return False
     for question in questions:
@@ -178,8 +181,17 @@ async def preflight_async(
 
 def check_command_trust(benchmark: Benchmark, config: VerificationConfig, questions: Sequence[Question]) -> None:
     """A judge's command runner runs commands written in the checkpoint: like cloudpickle callables,
-    only with ``trust_checkpoint_code`` (refused before any call, naming the question and trait)."""
-    if not config.rubric_enabled or config.trust_checkpoint_code:
+    only with ``trust_checkpoint_code`` (refused before any call, naming the question and trait). So
+    does an answering model's (named). Judge models take no ``tools`` of their own (a trait's do)."""
+    check_model_tools(config)
+    if config.trust_checkpoint_code:
+        return
+    for model in config.answering_models:
+        runners = [t for t in (model.tools or []) if isinstance(t, dict) and t.get("commands")]
+        if runners:
+            raise ConfigError(f"answering model {model.id!r}: its tool {runners[0].get('name')!r} runs commands",
+                              "rerun with --trust-checkpoint-code if you trust this config")
+    if not config.rubric_enabled:
         return
     for question in questions:
         for trait in task_rubric(benchmark, config, question)[0].llm_traits:
@@ -190,6 +202,14 @@ def check_command_trust(benchmark: Benchmark, config: VerificationConfig, questi
                     f"tool {runners[0].get('name')!r} runs commands from the checkpoint",
                     "rerun with --trust-checkpoint-code if you trust this checkpoint",
                 )
+
+
+def check_model_tools(config: VerificationConfig) -> None:
+    """``tools`` belong to answering models; a judge model's are refused before any call."""
+    for model in config.parsing_models:
+        if model.tools:
+            raise ConfigError(f"parsing model {model.id!r}: tools are for answering models; a judge uses the tools "
+                              "its trait lists", "move the tools to the trait (tools: [..., 'submit_grade'])")
 
 
 def check_deep_judgment_names(benchmark: Benchmark, config: VerificationConfig) -> list[str]:

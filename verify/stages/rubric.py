@@ -19,6 +19,7 @@ from verify.benchmark.traits import AgenticTrait, CallableTrait, LLMTrait, Metri
 from verify.config.deep_judgment import resolve_rubric
 from verify.errors import TRANSIENT_CATEGORIES
 from verify.judging import prompts
+from verify.judging.deep_batched import judge_traits
 from verify.judging.deep_judgment import TraitContext, TraitJudgment, judge_trait
 from verify.judging.deterministic import UNTRUSTED, confusion_metrics, eval_regex, is_pickled
 from verify.judging.prompts import JudgeInstructions
@@ -255,7 +256,10 @@ class RubricEvaluation:
         std = standard_calls(config, deps.judge, task.question, answer, std_traits, instructions)
         metrics = [_guard([t.name], metric_scores(deps.judge, task.question.text, answer, t, instructions))
                    for t in metric_traits]
-        deep = [_guard([t.name], judge_trait(t, settings[t.name], ctx)) for t in dj_traits]
+        if config.deep_judgment_rubric_strategy == "batched" and dj_traits:  # a few calls shared by all traits
+            deep = [_guard([t.name for t in dj_traits], judge_traits(dj_traits, settings, ctx))]
+        else:
+            deep = [_guard([t.name], judge_trait(t, settings[t.name], ctx)) for t in dj_traits]
         trusted = config.trust_checkpoint_code
         code = [code_outcome(t, answer, task.question.id, deps.code_time_limit, trusted) for t in by_code]
         filled = [_guard([t.name], judge_template_trait(deps.judge, task.question.text, answer, t,
@@ -296,7 +300,7 @@ class RubricEvaluation:
                 headline = values.get("f1", next(iter(values.values()), None))
                 status[name] = TraitOutcome(status="scored", score=headline)
         judgments: list[TraitJudgment] = []
-        for item in deep_out:
+        for item in (j for out in deep_out for j in (out if isinstance(out, list) else [out])):
             if isinstance(item, dict):  # the trait's evaluation itself failed
                 status.update(item)
                 continue
@@ -362,7 +366,8 @@ def deep_section(deps: Deps, judgments: list[TraitJudgment], std_traits: list[LL
     section = DeepJudgmentRubricSection()
     risks = {}
     for j in judgments:
-        j.metadata.model_calls = deps.judge.calls_for(j.name, lambda p: p.is_rubric_deep_judgment)
+        if not j.metadata.model_calls:  # batched judgments count their shared calls themselves
+            j.metadata.model_calls = deps.judge.calls_for(j.name, lambda p: p.is_rubric_deep_judgment)
         section.trait_metadata[j.name] = j.metadata
         if j.excerpts:
             section.extracted_rubric_excerpts[j.name] = j.excerpts
@@ -375,8 +380,10 @@ def deep_section(deps: Deps, judgments: list[TraitJudgment], std_traits: list[LL
         if j.hallucination is not None:
             risks[j.name] = j.hallucination
         section.total_excerpt_retries += j.metadata.excerpt_retry_count
-        section.total_deep_judgment_model_calls += j.metadata.model_calls
     section.total_traits_evaluated = len(judgments)
+    names = {j.name for j in judgments}  # a shared (batched) call is recorded once, without a trait
+    section.total_deep_judgment_model_calls = sum(
+        1 for r in deps.judge.records if r.purpose.is_rubric_deep_judgment and (r.trait is None or r.trait in names))
     section.rubric_hallucination_risk_assessment = risks or None
     for t in std_traits:
         outcome = status.get(t.name)

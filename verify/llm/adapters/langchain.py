@@ -189,9 +189,6 @@ class LangChainModel:
         self.base_url = base_url
         # the URL a refused connection is reported with (ChatOllama's default when none is set)
         self.url = base_url or (_OLLAMA_DEFAULT_URL if provider == "ollama" else None)
-        self._probe_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
-            weakref.WeakKeyDictionary()
-        )
         self.ladder = MethodLadder(start, model=str(config.id), where=self.url or provider)
         # a self-hosted OpenAI-compatible server may constrain JSON mode with the schema (llama.cpp, vLLM)
         self._schema_in_json_mode = base_url is not None and base_url != OPENROUTER_BASE_URL
@@ -345,18 +342,13 @@ class LangChainModel:
         if self.ladder.settled:
             return await self._structured(llm, messages, kwargs, request.schema, started)
         # Until one structured call has worked, calls go one at a time: the method is found by the
-        # first, and the others are sent with it instead of each failing on the old one.
-        async with self._probe_lock():
-            reply = await self._structured(llm, messages, kwargs, request.schema, time.perf_counter())
-            self.ladder.settle()
-            return replace(reply, latency_s=time.perf_counter() - started)
-
-    def _probe_lock(self) -> asyncio.Lock:
-        loop = asyncio.get_running_loop()
-        lock = self._probe_locks.get(loop)
-        if lock is None:
-            lock = self._probe_locks[loop] = asyncio.Lock()
-        return lock
+        # first, and the others are sent with it (all at once) instead of each failing on the old one.
+        async with self.ladder.probe_lock():
+            if not self.ladder.settled:
+                reply = await self._structured(llm, messages, kwargs, request.schema, time.perf_counter())
+                self.ladder.settle()
+                return replace(reply, latency_s=time.perf_counter() - started)
+        return await self._structured(llm, messages, kwargs, request.schema, started)
 
     async def _structured(
         self, llm: BaseChatModel, messages: list[BaseMessage], kwargs: dict[str, Any], schema: dict[str, Any],

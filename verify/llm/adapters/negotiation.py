@@ -24,8 +24,10 @@ not step again: one step, one log line, per switch
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from verify.errors import ModelError
@@ -102,6 +104,9 @@ class MethodLadder:
         self._method = start
         self._settled = False
         self._lock = threading.Lock()  # the adapter may serve several event loops (threads)
+        self._probe_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
         self.model = model
         self.where = where
 
@@ -116,6 +121,14 @@ class MethodLadder:
 
     def settle(self) -> None:
         self._settled = True
+
+    def probe_lock(self) -> asyncio.Lock:
+        """The lock the running event loop's calls take one at a time until the method is settled."""
+        loop = asyncio.get_running_loop()
+        lock = self._probe_locks.get(loop)
+        if lock is None:
+            lock = self._probe_locks[loop] = asyncio.Lock()
+        return lock
 
     def step_down(self, tried: str, exc: BaseException) -> str:
         """The method to re-send with after ``tried`` proved unsupported.

@@ -30,6 +30,7 @@ from typing import Any
 
 from verify.judging.deep_judgment import absence_cue
 from verify.llm.ports import Message, Purpose
+from verify.llm.simulated import batch_brain as bb
 from verify.llm.simulated import judge_brain as jb
 from verify.llm.simulated import reviser
 from verify.llm.simulated import template_brain as tb
@@ -149,15 +150,16 @@ def _reasoning(prompt: str) -> str:
     specs = traits(prompt)
     if not specs:
         return "No <trait> was given, so there is nothing to reason about. VERDICT: null"
-    trait = specs[0]
-    response = tag(prompt, "response") or ""
     evidence = tag(prompt, "evidence")
-    value = judge_value(trait, response)
-    cited = "[E1]" if evidence and "[E1]" in evidence else "the response as a whole"
+    return _reasoning_text(specs[0], tag(prompt, "response") or "", bool(evidence and "[E1]" in evidence))
+
+
+def _reasoning_text(trait: TraitSpec, response: str, quoted: bool) -> str:
+    cited = "[E1]" if quoted else "the response as a whole"
     return (
         f"Considering the trait '{trait.name}' ({trait.description.strip()[:120]}), I looked at {cited}. "
         f"Word overlap with the criterion is {overlap(trait.description, response):.2f}. "
-        f"VERDICT: {json.dumps(value)}"
+        f"VERDICT: {json.dumps(judge_value(trait, response))}"
     )
 
 
@@ -249,9 +251,33 @@ def _excerpts(ask: _Ask) -> dict[str, Any]:
     specs = traits(ask.prompt)
     if not specs:
         return {"excerpts": [], "nothing_relevant": True}
-    limit = int(tag(ask.prompt, "max_excerpts") or 3)
+    return _quotes(specs[0], ask, int(tag(ask.prompt, "max_excerpts") or 3))
+
+
+def _batch_excerpts(ask: _Ask) -> dict[str, Any]:
+    """Every trait's quotes at once: each exactly the per-trait reply (faults included)."""
+    limit = bb.limits(ask.prompt)
+    return {"traits": {spec.name: _quotes(spec, ask, limit(spec.name)) for spec in traits(ask.prompt)}}
+
+
+def _batch_verdicts(ask: _Ask) -> dict[str, Any]:
+    """Every trait's reasoning and verdict (the per-trait ones) and, for searched quotes, their risk."""
+    evidence = bb.evidence(ask.prompt)
+    out: dict[str, Any] = {}
+    for spec in traits(ask.prompt):
+        quotes = evidence.get(spec.name, [])
+        item: dict[str, Any] = {"reasoning": _reasoning_text(spec, ask.response, bool(quotes)),
+                                "verdict": judge_value(spec, ask.response)}
+        risks = [_risk(eid, text, sources) for eid, text, sources in quotes if sources is not None]
+        if risks:
+            item["risks"] = risks
+        out[spec.name] = item
+    return {"traits": out}
+
+
+def _quotes(spec: TraitSpec, ask: _Ask, limit: int) -> dict[str, Any]:
     response = ask.response
-    out = excerpts_for(specs[0], response, limit)
+    out = excerpts_for(spec, response, limit)
     if fabricates(response, ask.faults):
         out["excerpts"] = [{"text": fabricate(e["text"]), "confidence": "high"} for e in out["excerpts"]] or [
             {"text": fabricate("The answer cites 3 independent sources."), "confidence": "high"}
@@ -265,10 +291,14 @@ def _hallucination(ask: _Ask) -> dict[str, Any]:
     assessments: list[dict[str, str]] = []
     for eid, text in re.findall(r'<excerpt id="([^"]+)">(.*?)</excerpt>', prompt, re.S):
         sources = prompt.split(f'<search_results for="{eid}">', 1)[-1].split("</search_results>", 1)[0]
-        share = overlap(text, sources)
-        risk = "none" if share >= 0.6 else "low" if share >= 0.4 else "medium" if share >= 0.2 else "high"
-        assessments.append({"excerpt_id": eid, "risk": risk, "justification": f"overlap with sources {share:.2f}"})
+        assessments.append(_risk(eid, text, sources))
     return {"assessments": assessments}
+
+
+def _risk(eid: str, text: str, sources: str) -> dict[str, str]:
+    share = overlap(text, sources)
+    risk = "none" if share >= 0.6 else "low" if share >= 0.4 else "medium" if share >= 0.2 else "high"
+    return {"excerpt_id": eid, "risk": risk, "justification": f"overlap with sources {share:.2f}"}
 
 
 HANDLERS: dict[Purpose, Callable[[_Ask], str | dict[str, Any]]] = {
@@ -287,6 +317,8 @@ HANDLERS: dict[Purpose, Callable[[_Ask], str | dict[str, Any]]] = {
     Purpose.DJ_HALLUCINATION: _hallucination,
     Purpose.DJ_REASONING: lambda ask: _reasoning(ask.prompt),
     Purpose.DJ_SCORE: _verdict,
+    Purpose.DJ_BATCH_EXCERPTS: _batch_excerpts,
+    Purpose.DJ_BATCH_SCORE: _batch_verdicts,
     Purpose.TEMPLATE_DJ_EXCERPTS: lambda ask: tb.excerpts(ask.prompt, fabricates(ask.response, ask.faults)),
     Purpose.TEMPLATE_DJ_HALLUCINATION: _hallucination,
     Purpose.TEMPLATE_DJ_REASONING: lambda ask: tb.reasoning(ask.prompt),

@@ -12,15 +12,14 @@ Behaviours (:data:`BEHAVIOURS`), each applied only where it makes sense:
 * ``placeholder_copy``: the prompt's placeholders copied: ``"confidence": "high|medium|low"`` or an
   extra ``"..."`` / ``"text"`` quote in excerpt replies, ``"reasoning": "..."`` in the checks,
   ``"justification": "..."`` in risk replies, an extra ``{"trait_name": "...", "class_name": "..."}``.
-* ``class_description``: a literal trait answered with its class's description, not its name
-  (batch ``class_name``, single ``classification``).
-* ``invented_trait``: a batch reply with one trait renamed (spaces for underscores, other case, or
-  the first words of its description) and/or a trait that was not asked added.
+* ``class_description``: a literal trait answered with its class's description, not its name.
+* ``invented_trait``: a batch reply (also batched deep judgment's) with one trait renamed (spaces for
+  underscores, other case, or the first words of its description) and/or a trait not asked added.
 * ``quote_question``: an excerpt reply quoting a sentence of the ``<question>``, not the response.
 * ``insert_words``: a word ("very", "also", "clearly") inserted inside a quote.
 * ``elide``: a quote spanning two sentences (or a long one) with the middle cut to "..." / "…" / "[...]".
 * ``prose_wrap``: prose and a code fence around the JSON; any JSON reply.
-* ``out_of_range``: a score outside the trait's [min, max] (batch and single score replies).
+* ``out_of_range``: a score outside the trait's [min, max] (batch, single and batched-deep-judgment verdicts).
 
 Free-text replies (answers, deep-judgment reasoning) have no imperfection. Whether a request gets
 one, which one (among those enabled that apply) and which variant, is decided by hashing the seed
@@ -40,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from verify.llm.ports import Message, Purpose
+from verify.llm.simulated.batch_brain import changed_verdicts, trait_entries
 from verify.llm.simulated.text import TraitSpec, sentences, tag, traits
 
 BEHAVIOURS: tuple[str, ...] = (
@@ -194,10 +194,12 @@ _VERDICTS = frozenset({Purpose.RUBRIC_SINGLE, Purpose.DJ_SCORE})
 
 
 def _quote_lists(purpose: Purpose | None, value: dict[str, Any]) -> list[list[dict[str, Any]]]:
-    """The lists of quote items of an excerpt reply (one per template field), in order."""
+    """The lists of quote items of an excerpt reply (one per template field or batched trait), in order."""
     excerpts = value.get("excerpts")
     if purpose is Purpose.DJ_EXCERPTS and isinstance(excerpts, list):
         return [excerpts]
+    if purpose is Purpose.DJ_BATCH_EXCERPTS:
+        return [e["excerpts"] for _, e in trait_entries(value) if isinstance(e.get("excerpts"), list)]
     if purpose is Purpose.TEMPLATE_DJ_EXCERPTS and isinstance(excerpts, dict):
         return [items for items in excerpts.values() if isinstance(items, list)]
     return []
@@ -257,6 +259,10 @@ def class_description(reply: PerfectReply) -> str | None:
         if desc:
             out["classification"] = desc
             return json.dumps(out)
+    found = changed_verdicts(out, specs, _description)
+    if reply.purpose is Purpose.DJ_BATCH_SCORE and found:
+        entry, entry["verdict"] = reply.pick(found)
+        return json.dumps(out)
     return None
 
 
@@ -280,6 +286,8 @@ def invented_trait(reply: PerfectReply) -> str | None:
         keys = list(out["scores"])
     elif reply.purpose is Purpose.RUBRIC_LITERAL_BATCH and out.get("classifications"):
         keys = [item.get("trait_name") for item in out["classifications"]]
+    elif reply.purpose in (Purpose.DJ_BATCH_EXCERPTS, Purpose.DJ_BATCH_SCORE) and trait_entries(out):  # one renamed key, or one more trait
+        keys = [name for name, _ in trait_entries(out)]
     else:
         return None
     renamed: dict[str, str] = {}
@@ -292,16 +300,17 @@ def invented_trait(reply: PerfectReply) -> str | None:
     extra = next((n for n in _EXTRA_TRAITS if n not in specs), None) if mode != "rename" or not renamed else None
     if not renamed and extra is None:
         return None
-    if "scores" in out and isinstance(out["scores"], dict):
-        scores = {renamed.get(k, k): v for k, v in out["scores"].items()}
+    key = "scores" if isinstance(out.get("scores"), dict) else "traits" if isinstance(out.get("traits"), dict) else None
+    if key is not None:  # a {trait name: value} object
+        mapping = {renamed.get(k, k): v for k, v in out[key].items()}
         if extra is not None:
-            scores[extra] = next(iter(out["scores"].values()))
-        out["scores"] = scores
-    else:
-        for item in out["classifications"]:
-            item["trait_name"] = renamed.get(item["trait_name"], item["trait_name"])
-        if extra is not None:
-            out["classifications"].append({"trait_name": extra, "class_name": out["classifications"][0]["class_name"]})
+            mapping[extra] = next(iter(out[key].values()))
+        out[key] = mapping
+        return json.dumps(out)
+    for item in out["classifications"]:
+        item["trait_name"] = renamed.get(item["trait_name"], item["trait_name"])
+    if extra is not None:
+        out["classifications"].append({"trait_name": extra, "class_name": out["classifications"][0]["class_name"]})
     return json.dumps(out)
 
 
@@ -397,6 +406,10 @@ def out_of_range(reply: PerfectReply) -> str | None:
         if bad is not None:
             out["score"] = bad
             return json.dumps(out)
+    found = changed_verdicts(out, specs, lambda spec, value: outside(spec, value, reply.variant))
+    if reply.purpose is Purpose.DJ_BATCH_SCORE and found:
+        entry, entry["verdict"] = reply.pick(found, 1)
+        return json.dumps(out)
     return None
 
 

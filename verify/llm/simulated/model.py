@@ -18,8 +18,8 @@ import json
 import time
 from typing import Any
 
-from verify.llm.ports import ChatReply, ChatRequest, ToolCall, Usage
-from verify.llm.simulated import brain, tool_brain
+from verify.llm.ports import ChatReply, ChatRequest, Purpose, ToolCall, Usage
+from verify.llm.simulated import agent_brain, brain, tool_brain
 from verify.llm.simulated.imperfect import Imperfections
 
 
@@ -58,7 +58,9 @@ class SimulatedModel:
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         calls: tuple[ToolCall, ...] = ()
-        if request.tools:  # a judge that may call tools (verify.llm.simulated.tool_brain)
+        if request.tools and request.purpose is Purpose.ANSWER:  # an answering model with tools
+            text, calls = agent_brain.turn(request, self.faults)
+        elif request.tools:  # a judge that may call tools (verify.llm.simulated.tool_brain)
             text, calls = tool_brain.turn(request)
         else:
             text = brain.reply(request.purpose, request.messages, request.schema, self.faults)

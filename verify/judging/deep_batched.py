@@ -1,0 +1,331 @@
+"""Batched rubric deep judgment (``deep_judgment_rubric_strategy: batched``): every deep-judgment
+trait of a task in a few shared calls instead of ~3 calls per trait.
+
+Steps, each for all traits at once: (1) one excerpt call quotes the response per trait; quotes are
+validated per trait with the trait's own threshold and maximum (the per-trait validator); (2) one
+retry call covers only the traits with no valid quote (or no usable entry), with feedback naming each
+rejected quote, repeated while some trait still has retries left (its ``excerpt_retry_attempts``);
+(3) when a trait uses search, each of its valid quotes is searched; (4) one call gives every trait's
+reasoning over its own numbered evidence, its verdict and, for searched quotes, their hallucination
+risk. Traits whose verdict entry is missing or invalid are asked again, alone, in a follow-up of that
+conversation (up to :data:`VERDICT_ATTEMPTS` replies).
+
+The evidence policy is :mod:`verify.judging.deep_judgment`'s, unchanged: a trait whose quotes never
+validate is auto-failed; ``nothing_relevant`` is evidence of absence and a verdict that contradicts it
+is auto-failed as ungrounded; a trait the judge never answered usably (the whole reply unparseable, or
+its entry missing every time) is unscored, never failed. Results are the same ``TraitJudgment``s,
+so nothing downstream knows which strategy ran. ``metadata.model_calls`` counts every call that
+served the trait: a batch call counts once for each trait it covered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from verify.benchmark.traits import LLMTrait
+from verify.config.deep_judgment import TraitDJSettings
+from verify.errors import ModelError
+from verify.judging.batched_prompts import (
+    BatchExcerptsOutput,
+    BatchVerdictsOutput,
+    TraitEvidence,
+    batch_excerpt_prompt,
+    batch_verdict_prompt,
+)
+from verify.judging.deep_judgment import RISK_ORDER, TraitContext, TraitJudgment, ungrounded_verdict
+from verify.judging.excerpts import validate_excerpts
+from verify.judging.quotes import read_quotes
+from verify.judging.verdicts import check_label, check_score, match_names
+from verify.llm.ports import Message, Purpose, SearchHit
+from verify.llm.resilience import redact
+from verify.llm.structured import ask_structured
+from verify.results.models import (
+    Excerpt,
+    HallucinationAssessment,
+    RejectedExcerpt,
+    TraitDeepMetadata,
+    TraitOutcome,
+)
+
+if TYPE_CHECKING:
+    from verify.config.prompts import PromptTask
+
+__all__ = ["VERDICT_ATTEMPTS", "judge_traits"]
+
+VERDICT_ATTEMPTS = 3
+"""Verdict replies read per task: traits left out or answered unusably are asked again, alone."""
+
+
+@dataclass
+class _Quotes:
+    """One trait's excerpt step so far (what ``deep_judgment.extract_evidence`` keeps per trait)."""
+
+    valid: list[Excerpt] = field(default_factory=list)
+    rejected: list[RejectedExcerpt] = field(default_factory=list)
+    absence: bool = False
+    attempts: int = 0
+    quoted: int = 0  # attempts whose entry held at least one quote (not a placeholder)
+    parsed: int = 0
+    error: str | None = None
+    raw_reply: str | None = None
+    problem: str = ""  # this attempt's feedback line(s) for the retry
+
+    @property
+    def settled(self) -> bool:
+        return bool(self.valid) or self.absence
+
+
+def _entry(value: Any) -> tuple[Any, bool]:
+    """A trait's entry in the excerpt reply as (quote items, nothing_relevant); a bare list is its quotes."""
+    if isinstance(value, dict):
+        return value.get("excerpts"), value.get("nothing_relevant") is True
+    return value, False
+
+
+def _read_entry(name: str, value: Any, s: TraitDJSettings, st: _Quotes, response: str, raw: str) -> None:
+    quotes, nothing_relevant = _entry(value)
+    items, placeholders = read_quotes(quotes, s.max_excerpts)
+    if not items:
+        if nothing_relevant:
+            st.absence = True
+            return
+        st.error, st.raw_reply = "the judge gave no quote and did not say that nothing is relevant", raw
+        why = "your quotes were placeholders copied from the instructions" if placeholders else "no excerpts"
+        st.problem = f"- {name}: {why}; quote the relevant passages, or set nothing_relevant"
+        return
+    st.quoted += 1
+    matches = validate_excerpts([q.text for q in items], response, s.fuzzy_match_threshold)
+    for item, m in zip(items, matches, strict=True):
+        if m.valid:
+            st.valid.append(Excerpt(
+                text=item.text, confidence=item.confidence, similarity_score=round(m.similarity, 4),
+                start=m.start, end=m.end, match_method=m.method, spans=list(m.spans) if len(m.spans) > 1 else None))
+        else:
+            st.rejected.append(RejectedExcerpt(text=item.text, similarity_score=round(m.similarity, 4),
+                                               reason=m.reason, attempt=st.attempts))
+    if not st.valid:
+        st.error = None
+        bad = [r for r in st.rejected if r.attempt == st.attempts]
+        st.problem = f"- {name} (threshold {s.fuzzy_match_threshold:.2f}): none of its quotes appear verbatim:\n" + "\n".join(
+            f'  - "{r.text}" (similarity {r.similarity_score:.2f}: {r.reason})' for r in bad)
+
+
+async def _quote(traits: list[LLMTrait], settings: dict[str, TraitDJSettings], ctx: TraitContext,
+                 calls: dict[str, int]) -> dict[str, _Quotes]:
+    """Steps (1)-(2): the excerpt call, then retries for the traits still without evidence."""
+    state = {t.name: _Quotes() for t in traits}
+    pending = list(traits)
+    feedback: str | None = None
+    limits = {t.name: settings[t.name].max_excerpts for t in traits}
+    while pending:
+        attempt = state[pending[0].name].attempts + 1
+        prompt = batch_excerpt_prompt(ctx.question, ctx.response, pending, limits, feedback)
+        reply = await ask_structured(
+            ctx.judge, ctx.instructions.messages("dj_rubric_excerpt_extraction", prompt), BatchExcerptsOutput,
+            purpose=Purpose.DJ_BATCH_EXCERPTS, max_parse_retries=0,
+        )
+        entries = match_names(reply.value.entries(), [t.name for t in pending]) if reply.value is not None else {}
+        for t in pending:
+            st = state[t.name]
+            st.attempts, calls[t.name] = attempt, calls[t.name] + reply.calls
+            if reply.value is None:
+                st.error, st.raw_reply = reply.error or "unparseable reply", reply.raw_text
+                st.problem = ""
+                continue
+            st.parsed += 1
+            if t.name not in entries:
+                st.error, st.raw_reply = "the trait is missing from the judge's reply", reply.raw_text
+                st.problem = f"- {t.name}: missing from your reply; give its quotes or set nothing_relevant"
+                continue
+            _read_entry(t.name, entries[t.name], settings[t.name], st, ctx.response, reply.raw_text)
+        pending = [t for t in pending
+                   if not state[t.name].settled and attempt <= settings[t.name].excerpt_retry_attempts]
+        if pending:
+            total = 1 + max(settings[t.name].excerpt_retry_attempts for t in pending)
+            # the attempt number makes every retry a new request (never answered from the response cache)
+            lines = "\n".join(state[t.name].problem for t in pending if state[t.name].problem)
+            unusable = f"Your previous reply could not be used ({reply.error}). " if reply.value is None else ""
+            feedback = (f"Attempt {attempt + 1} of {total}. {unusable}Answer for these traits only.\n{lines}\n"
+                        "Copy passages exactly as written.")
+    return state
+
+
+def _settle_quotes(result: TraitJudgment, st: _Quotes) -> bool:
+    """Record the excerpt step on the trait; False when the trait is decided (auto-failed or unscored)."""
+    meta = result.metadata
+    meta.stages_completed.append("excerpt_extraction")
+    meta.excerpt_retry_count, meta.rejected_excerpts = max(0, st.attempts - 1), st.rejected
+    if not st.settled and st.quoted == 0:  # never a usable entry: a judge failure, not missing evidence
+        result.reason, result.raw_reply = f"excerpt reply unusable: {st.error}", st.raw_reply
+        result.unscored_category = "invalid_reply" if st.parsed else "unparseable"
+        return False
+    if not st.settled:
+        meta.excerpt_validation_failed, meta.evidence = True, "failed"
+        result.status, result.reason = "auto_failed", st.error or "no excerpt could be validated against the answer"
+        return False
+    meta.had_excerpts, meta.evidence = bool(st.valid), "excerpts" if st.valid else "absence"
+    result.excerpts = st.valid
+    return True
+
+
+def _render_hits(hits: list[SearchHit]) -> str:
+    return "\n".join(f"- {h.content} ({h.url or h.title or 'no source'})" for h in hits) or "(no results)"
+
+
+async def _search(excerpts: list[Excerpt], ctx: TraitContext) -> list[str | None]:
+    """Step (3): each excerpt searched (as ``check_with_search`` does); ``None`` where the search failed."""
+    assert ctx.search is not None
+    search = ctx.search
+
+    async def one(excerpt: Excerpt) -> str | None:
+        try:
+            hits = await search.search(excerpt.text[:400])
+        except Exception:  # search outages degrade to "not assessed"
+            return None
+        excerpt.search_results = [{"content": h.content, "title": h.title, "url": h.url} for h in hits]
+        return _render_hits(hits)
+
+    return list(await asyncio.gather(*(one(e) for e in excerpts)))
+
+
+def _risks(item: dict[str, Any], excerpts: list[Excerpt], found: list[str | None]) -> HallucinationAssessment:
+    failed = sum(f is None for f in found)
+    if failed == len(found):
+        return HallucinationAssessment(overall_risk="not_assessed", per_excerpt_risks=[], assessed=False,
+                                       note="search failed for every excerpt")
+    given = item.get("risks")
+    by_id = {str(r.get("excerpt_id", "")).strip(): r for r in given if isinstance(r, dict)} if isinstance(given, list) else {}
+    risks: list[str] = []
+    for i, (excerpt, hits) in enumerate(zip(excerpts, found, strict=True), 1):
+        verdict = by_id.get(f"E{i}")
+        risk = str(verdict.get("risk", "")).strip().lower() if verdict and hits is not None else ""
+        if risk in RISK_ORDER and verdict is not None:
+            excerpt.hallucination_risk = risk
+            excerpt.hallucination_justification = str(verdict.get("justification") or "")
+            risks.append(risk)
+    overall = max(risks, key=lambda r: RISK_ORDER[r]) if risks else "not_assessed"
+    note = f"{failed} excerpt search(es) failed" if failed else None if risks else "no risk given for the excerpts"
+    return HallucinationAssessment(overall_risk=overall, per_excerpt_risks=risks, assessed=bool(risks), note=note)
+
+
+def _read_verdict(trait: LLMTrait, item: Any) -> TraitOutcome:
+    if not isinstance(item, dict) or "verdict" not in item:
+        return TraitOutcome(status="unscored", reason='no "verdict" given', unscored_category="invalid_reply")
+    return (check_label if trait.kind == "literal" else check_score)(trait, item["verdict"])
+
+
+def _conclude(result: TraitJudgment, trait: LLMTrait, item: dict[str, Any], outcome: TraitOutcome) -> None:
+    meta = result.metadata
+    reasoning = item.get("reasoning")
+    result.reasoning = reasoning if isinstance(reasoning, str) else ""
+    meta.stages_completed += ["reasoning_generation", "score_extraction"]
+    assert outcome.score is not None
+    result.label_read_as = outcome.label_read_as
+    if meta.evidence == "absence":
+        problem = ungrounded_verdict(trait, outcome.score)
+        if problem:
+            meta.excerpt_validation_failed = True
+            result.status, result.reason = "auto_failed", problem
+            return
+    result.status, result.score, result.label = "scored", outcome.score, outcome.label
+
+
+async def _verdicts(items: list[TraitEvidence], found: dict[str, list[str | None]], ctx: TraitContext,
+                    results: dict[str, TraitJudgment], calls: dict[str, int]) -> None:
+    """Step (4): reasoning, verdict and risks of every trait in one call, with follow-ups for the unusable ones."""
+    by_name = {item.trait.name: item.trait for item in items}
+    # one call does the work of three per-trait steps: the user's instructions for each of them apply
+    config = ctx.instructions.prompt_config
+    tasks: list[PromptTask] = ["dj_rubric_score_extraction"]
+    if found:
+        tasks.append("dj_rubric_hallucination")
+    extras = [config.get_for_task(task) for task in tasks] if config is not None else []
+    system = "\n\n".join([ctx.instructions.system("dj_rubric_reasoning"), *(e for e in extras if e and e.strip())])
+    conversation = [Message("system", system), Message("user", batch_verdict_prompt(ctx.question, ctx.response, items))]
+    pending = list(by_name)
+    for attempt in range(1, VERDICT_ATTEMPTS + 1):
+        reply = await ask_structured(ctx.judge, conversation, BatchVerdictsOutput, purpose=Purpose.DJ_BATCH_SCORE)
+        for name in pending:
+            calls[name] += reply.calls
+        if reply.value is None:
+            for name in pending:
+                result = results[name]
+                result.reason = f"score reply unparseable after {reply.attempts} attempt(s): {reply.error}"
+                result.raw_reply, result.unscored_category = reply.raw_text, "unparseable"
+            return
+        entries = match_names(reply.value.entries(), pending)
+        problems: list[str] = []
+        for name in pending:
+            trait, result = by_name[name], results[name]
+            item = entries.get(name)
+            outcome = _read_verdict(trait, item) if item is not None else TraitOutcome(
+                status="unscored", reason="trait missing from the judge's reply", unscored_category="invalid_reply")
+            if name in found and isinstance(item, dict) and not (result.hallucination and result.hallucination.assessed):
+                result.hallucination = _risks(item, result.excerpts, found[name])
+            if outcome.status == "unscored":
+                result.reason, result.raw_reply = f"score reply unusable: {outcome.reason}", reply.raw_text
+                result.unscored_category = "invalid_reply"
+                problems.append(f"- {name}: {outcome.reason}")
+                continue
+            assert isinstance(item, dict)
+            if result.hallucination is not None and result.hallucination.assessed:
+                result.metadata.stages_completed.append("hallucination_assessment")
+            _conclude(result, trait, item, outcome)
+        pending = [n for n in pending if results[n].status == "unscored"]
+        if not pending or attempt == VERDICT_ATTEMPTS:
+            return
+        said = reply.raw_text if reply.raw_text.strip() else "(empty reply)"
+        conversation += [Message("assistant", said), Message("user", (
+            "Some traits of your reply could not be used:\n" + "\n".join(problems) +
+            f"\nReply again (attempt {attempt + 1} of {VERDICT_ATTEMPTS}) for these traits only, with their exact "
+            'names: {"traits": {"<trait name>": {"reasoning": "...", "verdict": ...}}}.'))]
+
+
+def _failed(results: dict[str, TraitJudgment], names: list[str], exc: ModelError, calls: dict[str, int]) -> None:
+    for name in names:
+        result = results[name]
+        calls[name] += 1  # the failed call still served (and is recorded for) the trait
+        result.metadata.error = redact(str(exc))
+        result.reason = f"judge call failed ({exc.category}): {result.metadata.error}"
+        result.error_category = exc.category
+
+
+async def judge_traits(traits: list[LLMTrait], settings: dict[str, TraitDJSettings],
+                       ctx: TraitContext) -> list[TraitJudgment]:
+    """Deep judgment of ``traits`` in shared calls; one ``TraitJudgment`` per trait, in order.
+
+    Never raises for model or parse failures: an outage leaves the traits its call served unscored.
+    """
+    results = {t.name: TraitJudgment(name=t.name, status="unscored",
+                                     metadata=TraitDeepMetadata(settings=settings[t.name].as_dict())) for t in traits}
+    calls = dict.fromkeys(results, 0)
+    quoting = [t for t in traits if settings[t.name].excerpt_enabled]
+    going = [t for t in traits if not settings[t.name].excerpt_enabled]
+    try:
+        quotes = await _quote(quoting, settings, ctx, calls) if quoting else {}
+    except ModelError as exc:
+        _failed(results, [t.name for t in quoting], exc, calls)
+        quotes, quoting = {}, []
+    evidence: dict[str, list[str] | None] = {t.name: None for t in going}
+    for t in quoting:
+        if _settle_quotes(results[t.name], quotes[t.name]):
+            going.append(t)
+            evidence[t.name] = [e.text for e in quotes[t.name].valid]
+    going.sort(key=traits.index)
+    searched = [t for t in going if results[t.name].excerpts and settings[t.name].search_enabled and ctx.search is not None]
+    found = dict(zip([t.name for t in searched],
+                     await asyncio.gather(*(_search(results[t.name].excerpts, ctx) for t in searched)), strict=True))
+    items = [TraitEvidence(t, evidence[t.name], found.get(t.name)) for t in going]
+    if items:
+        try:
+            await _verdicts(items, found, ctx, results, calls)
+        except ModelError as exc:
+            _failed(results, [t.name for t in going if results[t.name].status == "unscored"], exc, calls)
+    for name, result in results.items():
+        result.metadata.model_calls = calls[name]
+        if name in found and result.hallucination is None:
+            result.hallucination = HallucinationAssessment(overall_risk="not_assessed", per_excerpt_risks=[],
+                                                           assessed=False, note="risk reply unusable")
+    return [results[t.name] for t in traits]
