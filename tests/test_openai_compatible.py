@@ -609,3 +609,28 @@ async def test_models_of_one_server_share_a_client_closed_by_the_last(serve: Any
     await b.aclose()
     assert client.is_closed
     assert (await a.complete(PLAIN)).text  # a closed client is replaced on the next call
+
+
+async def test_calls_in_flight_are_spread_over_clients_of_at_most_shard_calls(serve: Any) -> None:
+    # httpcore scans every connection of a client for every request: no client may hold many
+    from verify.llm.adapters import openai_compatible
+
+    server = serve(latency_ms=100)
+    model = OpenAICompatibleModel(endpoint(server.url))
+    seen: list[int] = []
+    original = openai_compatible._Pool.lease
+
+    def watching(pool: Any) -> Any:
+        seen.append(max(pool.busy.values(), default=0))
+        return original(pool)
+
+    openai_compatible._Pool.lease = watching  # type: ignore[method-assign]
+    try:
+        await asyncio.gather(*(model.complete(PLAIN) for _ in range(2 * openai_compatible.SHARD + 3)))
+    finally:
+        openai_compatible._Pool.lease = original  # type: ignore[method-assign]
+    (pool,) = model._open
+    assert len(pool.busy) == 3 and max(seen) == openai_compatible.SHARD  # a third client for the last three
+    assert set(pool.busy.values()) == {0}
+    await model.aclose()
+    assert pool.is_closed and all(client.is_closed for client in pool.busy)

@@ -3,9 +3,9 @@
 Used for ``openai_endpoint`` and ``openrouter`` models: a local or hosted OpenAI-compatible server
 needs one ``POST {base_url}/chat/completions``, and going through langchain-openai and the OpenAI
 SDK for it costs about a second of imports before the first request and several milliseconds of
-client CPU per call (message objects, callbacks, response models). Here each endpoint gets one
-``httpx.AsyncClient`` (one connection pool) per event loop, built once; a call is one dict, one
-``json.dumps``, one ``json.loads``.
+client CPU per call (message objects, callbacks, response models). Here each server gets one pool
+per event loop, built once (httpx clients of at most :data:`SHARD` calls each); a call is one dict,
+one ``json.dumps``, one ``json.loads``.
 
 Same behaviour as the langchain adapter (:mod:`verify.llm.adapters.langchain`): the structured-
 output ladder (:mod:`verify.llm.adapters.negotiation`), the purpose header, ``max_tokens`` only when
@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
+import ssl
 import time
 import weakref
 from dataclasses import replace
@@ -44,7 +46,7 @@ from verify.llm.structured import is_truncated
 from verify.secrets import MASK, MIN_SECRET_LENGTH, scrub
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import AsyncIterator, Mapping
 
     from verify.config.models import ModelConfig
 
@@ -59,13 +61,52 @@ _OWN_KEYS = frozenset({"structured_output_method", "endpoint_base_url_mode", "ap
                        "extra_body", "default_headers"})  # fmt: skip
 # the OpenAI SDK's defaults: a long read timeout (models think), a short connect timeout
 _DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
-_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-# one client per event loop and server, shared by the models that call it; counted uses decide
-# when it is closed
-_SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, httpx.AsyncClient]] = (
-    weakref.WeakKeyDictionary()
-)
-_USERS: weakref.WeakKeyDictionary[httpx.AsyncClient, int] = weakref.WeakKeyDictionary()
+SHARD = 16
+"""Calls in flight per httpx client. httpcore's pool scans every connection for every request
+(quadratic in the connections): at 100 calls in flight one client spent more CPU on that scan than
+on everything else together, so a pool spreads its calls over clients of at most this many."""
+_LIMITS = httpx.Limits(max_connections=SHARD, max_keepalive_connections=SHARD)
+
+
+class _Pool:
+    """The connections of one event loop to one server: httpx clients of at most :data:`SHARD`
+    calls each, a new one opened when all are full."""
+
+    def __init__(self, base_url: str, headers: dict[str, str], timeout: httpx.Timeout) -> None:
+        self._settings: dict[str, Any] = {"base_url": base_url, "headers": headers, "timeout": timeout, "limits": _LIMITS,
+                                          "verify": _ssl_context()}
+        self.busy: dict[httpx.AsyncClient, int] = {}
+        self.is_closed = False
+
+    @contextlib.asynccontextmanager
+    async def lease(self) -> AsyncIterator[httpx.AsyncClient]:
+        client = min(self.busy, key=self.busy.__getitem__, default=None)
+        if client is None or self.busy[client] >= SHARD:
+            client = httpx.AsyncClient(**self._settings)
+            self.busy[client] = 0
+        self.busy[client] += 1
+        try:
+            yield client
+        finally:
+            self.busy[client] -= 1
+
+    async def aclose(self) -> None:
+        self.is_closed = True
+        for client in self.busy:
+            with contextlib.suppress(Exception):  # a client of a closed loop is gone anyway
+                await client.aclose()
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One TLS context for every client: building one loads the CA bundle (~17 ms each)."""
+    return httpx.create_ssl_context()
+
+
+# one pool per event loop and server, shared by the models that call it; counted uses decide when
+# it is closed
+_SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Pool]] = weakref.WeakKeyDictionary()
+_USERS: weakref.WeakKeyDictionary[_Pool, int] = weakref.WeakKeyDictionary()
 
 
 def serves(config: ModelConfig) -> bool:
@@ -135,10 +176,8 @@ class OpenAICompatibleModel:
         start = ladder_start(method, "openai")
         self.ladder = MethodLadder(start, model=str(config.id), where=url)
         self._schema_in_json_mode = url != OPENROUTER_BASE_URL  # llama.cpp, vLLM constrain JSON mode with it
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._open: list[httpx.AsyncClient] = []  # the shared clients this model holds a use of
+        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool] = weakref.WeakKeyDictionary()
+        self._open: list[_Pool] = []  # the shared pools this model holds a use of
         timeout = "default" if self.timeout is None else self.timeout
         self._pool_key = hashlib.sha256(
             json.dumps([url, timeout, sorted(self._headers.items())]).encode()
@@ -160,33 +199,30 @@ class OpenAICompatibleModel:
         return self.ladder.method
 
     async def aclose(self) -> None:
-        """Give back this model's use of its clients; the last model to let one go closes it."""
-        clients, self._open = self._open, []
-        self._clients.clear()  # a later call takes a use of a live client again
-        for client in clients:
-            users = _USERS.get(client, 1) - 1
-            _USERS[client] = users
+        """Give back this model's use of its pools; the last model to let one go closes it."""
+        pools, self._open = self._open, []
+        self._pools.clear()  # a later call takes a use of a live pool again
+        for pool in pools:
+            users = _USERS.get(pool, 1) - 1
+            _USERS[pool] = users
             if users <= 0:
-                with contextlib.suppress(Exception):  # a client of a closed loop is gone anyway
-                    await client.aclose()
+                await pool.aclose()
 
-    def _client(self) -> httpx.AsyncClient:
-        """This event loop's client of this server: pooled connections belong to the loop that
-        opened them, and models of one server (same URL, credentials, timeout) share one pool."""
+    def _pool(self) -> _Pool:
+        """This event loop's pool of this server: connections belong to the loop that opened them,
+        and models of one server (same URL, credentials, timeout) share one pool."""
         loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
+        pool = self._pools.get(loop)
+        if pool is None:
             shared = _SHARED.setdefault(loop, {})
-            client = shared.get(self._pool_key)
-            if client is None or client.is_closed:
+            pool = shared.get(self._pool_key)
+            if pool is None or pool.is_closed:
                 timeout = _DEFAULT_TIMEOUT if self.timeout is None else httpx.Timeout(self.timeout)
-                client = httpx.AsyncClient(base_url=self.url + "/", headers=self._headers, timeout=timeout,
-                                           limits=_LIMITS)  # fmt: skip
-                shared[self._pool_key] = client
-            _USERS[client] = _USERS.get(client, 0) + 1
-            self._clients[loop] = client
-            self._open.append(client)
-        return client
+                pool = shared[self._pool_key] = _Pool(self.url + "/", self._headers, timeout)
+            _USERS[pool] = _USERS.get(pool, 0) + 1
+            self._pools[loop] = pool
+            self._open.append(pool)
+        return pool
 
     # -- calls ---------------------------------------------------------------------------------------
 
@@ -252,14 +288,12 @@ class OpenAICompatibleModel:
         return body
 
     async def _post(self, body: dict[str, Any], request: ChatRequest) -> dict[str, Any]:
-        client = self._client()
         content = json.dumps(body, ensure_ascii=False).encode()
         headers = {"Content-Type": "application/json", PURPOSE_HEADER: str(request.purpose)}
-        if self.timeout is None:
+        # a hard wall-clock guard on top of httpx's per-phase timeouts
+        async with self._pool().lease() as client, asyncio.timeout(None if self.timeout is None
+                                                                   else self.timeout * 1.5 + 1.0):
             response = await client.post("chat/completions", content=content, headers=headers)
-        else:  # a hard wall-clock guard on top of httpx's per-phase timeouts
-            async with asyncio.timeout(self.timeout * 1.5 + 1.0):
-                response = await client.post("chat/completions", content=content, headers=headers)
         if response.status_code >= 400:
             message, key = _error_message(response), self._headers["Authorization"].removeprefix("Bearer ")
             if len(key) >= MIN_SECRET_LENGTH:  # our own key, whatever its shape
