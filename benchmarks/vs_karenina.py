@@ -378,6 +378,9 @@ def targets(f: dict[str, float]) -> list[str]:
     if "ratio_wall_default" in f:
         found.append(f"target: karenina / verify wall at default settings >= 10x: {f['ratio_wall_default']:.2f}x, "
                      f"{met(f['ratio_wall_default'] >= 10)}")  # fmt: skip
+    if "ratio_wall_workers20" in f:
+        found.append(f"target: karenina / verify wall at 20 workers >= 5x: {f['ratio_wall_workers20']:.2f}x, "
+                     f"{met(f['ratio_wall_workers20'] >= 5)}")  # fmt: skip
     if "verify_batched_requests_per_question" in f:
         per = f["verify_batched_requests_per_question"]
         found.append(f"target: batched at most 3 judge requests per question: {per:g}, {met(per <= 3)}")

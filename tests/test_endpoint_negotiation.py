@@ -461,3 +461,25 @@ async def test_calls_queued_behind_the_probe_go_out_together_once_it_settles(ada
     assert model.ladder.settled
     assert peak[0] == 1  # the probe went alone
     assert max(peak) == 9  # the nine that waited for it were sent together, not one by one
+
+
+@pytest.mark.parametrize("adapter", ["langchain", "openai_compatible"])
+async def test_a_pinned_method_is_not_probed(adapter: str) -> None:
+    from verify.llm.adapters.openai_compatible import OpenAICompatibleModel
+
+    cls = LangChainModel if adapter == "langchain" else OpenAICompatibleModel
+    model: Any = cls(endpoint("http://127.0.0.1:9/v1", extra_kwargs={"structured_output_method": "json_schema"}))
+    assert model.ladder.settled
+    in_flight, peak = 0, []
+
+    async def structured(*_args: Any) -> ChatReply:
+        nonlocal in_flight
+        in_flight += 1
+        peak.append(in_flight)
+        await asyncio.sleep(0.02)
+        in_flight -= 1
+        return ChatReply(text="{}", parsed={})
+
+    model._structured = structured
+    await asyncio.gather(*(model.complete(STRUCTURED) for _ in range(5)))
+    assert max(peak) == 5  # all at once: the config said which method works

@@ -189,7 +189,7 @@ class LangChainModel:
         self.base_url = base_url
         # the URL a refused connection is reported with (ChatOllama's default when none is set)
         self.url = base_url or (_OLLAMA_DEFAULT_URL if provider == "ollama" else None)
-        self.ladder = MethodLadder(start, model=str(config.id), where=self.url or provider)
+        self.ladder = MethodLadder(start, model=str(config.id), where=self.url or provider, pinned=method != "auto")
         # a self-hosted OpenAI-compatible server may constrain JSON mode with the schema (llama.cpp, vLLM)
         self._schema_in_json_mode = base_url is not None and base_url != OPENROUTER_BASE_URL
         self._kwargs = kwargs

@@ -15,10 +15,10 @@ The ladder, best first::
 ``auto`` (the default) starts at ``json_schema`` for OpenAI-like providers and Ollama, at
 ``function_calling`` for the others; ``extra_kwargs.structured_output_method`` pins the start.
 A failure that says the method is not supported (:func:`is_unsupported`) moves one step down and
-the same request is re-sent with the next method. Until one structured call has succeeded, the
-adapter sends them one at a time, so the others go out with the method found instead of each
-failing once; calls that still fail with a method already left behind (another event loop's) do
-not step again: one step, one log line, per switch
+the same request is re-sent with the next method. Until one structured call has succeeded (a
+pinned method is not probed), the adapter sends them one at a time, so the others go out with the
+method found, together, instead of each failing once; calls that still fail with a method already
+left behind (another event loop's) do not step again: one step, one log line, per switch
 (``model judge: json_schema not supported by http://...; using json_mode from now on``).
 """
 
@@ -100,9 +100,9 @@ class MethodLadder:
     ``model`` (the config id) and ``where`` (the URL or provider) only name things in the log line.
     """
 
-    def __init__(self, start: str, *, model: str, where: str) -> None:
+    def __init__(self, start: str, *, model: str, where: str, pinned: bool = False) -> None:
         self._method = start
-        self._settled = False
+        self._settled = pinned  # a method the config names is not probed: calls go out at once
         self._lock = threading.Lock()  # the adapter may serve several event loops (threads)
         self._probe_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary()

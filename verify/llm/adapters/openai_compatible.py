@@ -174,7 +174,7 @@ class OpenAICompatibleModel:
         self._body.update(extra.pop("extra_body", None) or {})
         self._body.update(extra)  # the sampling parameters serves() let through
         start = ladder_start(method, "openai")
-        self.ladder = MethodLadder(start, model=str(config.id), where=url)
+        self.ladder = MethodLadder(start, model=str(config.id), where=url, pinned=method != "auto")
         self._schema_in_json_mode = url != OPENROUTER_BASE_URL  # llama.cpp, vLLM constrain JSON mode with it
         self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool] = weakref.WeakKeyDictionary()
         self._open: list[_Pool] = []  # the shared pools this model holds a use of
