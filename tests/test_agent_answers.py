@@ -21,6 +21,7 @@ from verify.llm.recording import RecordingModel
 from verify.llm.simulated.model import SimulatedModel
 from verify.llm.simulated.search import SimulatedSearch
 from verify.llm.tool_loop import Handled, run_tool_loop
+from verify.results.karenina_form import to_karenina
 from verify.results.models import VerificationResult
 from verify.run.pipeline import plan, run_task
 from verify.run.revision import run_revising
@@ -156,6 +157,8 @@ def test_running_out_of_rounds_is_recursion_limit_and_partial_scoring_decides_ju
     assert "after 2 round(s)" in result.metadata.failure.reason
     assert result.template is not None and len(result.template.trace_messages) == 6  # the transcript is kept
     assert (result.rubric is not None) is partial  # judged only when partial traces are scored
+    assert result.template.recursion_limit_reached and not result.template.response_timeout_partial
+    assert to_karenina(result)["template"]["recursion_limit_reached"] is True  # karenina's flag
 
 
 @pytest.mark.parametrize("partial", [True, False])
@@ -166,6 +169,7 @@ def test_agent_timeout_cuts_the_loop_and_keeps_a_partial_trace(partial: bool) ->
     assert any("agent_timeout=1s" in w and "partial" in w for w in result.metadata.warnings)
     assert result.template is not None and result.template.trace_messages[0]["role"] == "system"
     assert (result.rubric is not None) is partial
+    assert result.template.response_timeout_partial and not result.template.recursion_limit_reached
     failure = result.metadata.failure
     assert (failure is not None and failure.category == "partial_trace") is (not partial)
 

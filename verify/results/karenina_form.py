@@ -54,7 +54,7 @@ _METADATA_DEFAULTS: dict[str, Any] = {
 }
 _TEMPLATE_DEFAULTS: dict[str, Any] = {
     "trace_messages": [], "conversation_context": [], "field_results": None, "field_scores": None,
-    "composition_strategy": None, "recursion_limit_reached": False, "response_timeout_partial": False,
+    "composition_strategy": None,
     "usage_unavailable": False, "investigation_trace": None, "agentic_parsing_performed": False,
     "agentic_extraction_recovery": None, "agentic_extraction_error": None, "dynamic_parsing_performed": False,
     "dynamic_parse_decision": None, "dynamic_decision_reasoning": None, "answering_mcp_servers": None,

@@ -142,6 +142,9 @@ class TemplateSection(_Model):
     template_verification_performed: bool = False
     verify_result: bool | None = None
     verify_granular_result: float | None = None
+    # karenina's agent flags: a tool-using answerer still calling tools after its rounds, or cut by agent_timeout
+    recursion_limit_reached: bool = False
+    response_timeout_partial: bool = False
     # VerifiedField templates (karenina's names): each field's check() and score(), and the strategy
     field_results: dict[str, bool | None] | None = None
     field_scores: dict[str, float | None] | None = None

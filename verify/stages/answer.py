@@ -117,9 +117,11 @@ def take_tool_run(state: TaskState, deps: Deps, run: str) -> None:
     state.transcript = parse_transcript(data["messages"])
     state.answer, state.answer_source = state.transcript.submission(config.transcript_extractor), "model"
     if data["end"] == "rounds":
+        state.template.section.recursion_limit_reached = True
         state.fail("recursion_limit", "generate_answer", f"answering model {answering.id!r} was still calling tools "
                    f"after {data['rounds']} round(s) (tool_rounds): its transcript has no final answer", "autofail")
     elif data["end"] == "timeout":
+        state.template.section.response_timeout_partial = True
         state.warnings.append(f"generate_answer: answering model {answering.id!r} was stopped after agent_timeout="
                               f"{answering.agent_timeout}s in round {data['rounds']}: its transcript is partial")
     else:
