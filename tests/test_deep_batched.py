@@ -414,3 +414,25 @@ def test_cli_flag_reaches_the_config_and_the_plan() -> None:
     bad = runner.invoke(app, [str(DEMO), "--preset", "demo", "--deep-judgment-rubric-strategy", "per_task",
                               "--show-config"])
     assert bad.exit_code == 1 and "deep_judgment_rubric_strategy" in bad.output
+
+
+async def test_a_failed_retry_call_leaves_only_the_traits_it_was_for_unscored() -> None:
+    traits = [TRAITS[1], TRAITS[2]]  # clarity, gives_numbers
+    excerpt_calls = 0
+
+    def script(request: ChatRequest) -> Any:
+        nonlocal excerpt_calls
+        if request.purpose == Purpose.DJ_BATCH_EXCERPTS:
+            excerpt_calls += 1
+            if excerpt_calls == 1:  # gives_numbers quotes the answer, clarity makes a quote up
+                return json.dumps({"traits": {
+                    "gives_numbers": {"excerpts": [{"text": "The process is run at 23 degrees Celsius", "confidence": "high"}]},
+                    "clarity": {"excerpts": [{"text": "a sentence that is nowhere in the answer at all", "confidence": "high"}]}}})
+            return ModelError("down", category="server_error")  # the retry, for clarity only, fails for good
+        return honest(request)
+
+    state, _ = await run(ScriptedModel(script), traits=traits)
+    assert state.rubric is not None
+    assert state.rubric.trait_status["gives_numbers"].status == "scored"  # its quote validated on attempt 1
+    clarity = state.rubric.trait_status["clarity"]
+    assert clarity.status == "unscored" and "judge call failed" in (clarity.reason or "")

@@ -29,6 +29,7 @@ def test_import_verify_loads_no_submodule_until_a_name_is_used() -> None:
     assert not {m for m in loaded if m.startswith("verify.")}
     used = _loaded("from verify import run_verification, VerificationConfig")
     assert {"verify.run.runner", "verify.config.verification"} <= used
+    assert "verify.config.report" in _loaded("import verify\nassert verify.config.INERT_FIELDS")  # subpackages too
 
 
 def test_the_cli_module_loads_no_runner_and_no_provider_package() -> None:

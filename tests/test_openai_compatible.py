@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from pydantic import BaseModel
 
@@ -370,7 +371,7 @@ async def test_429_is_a_rate_limit_with_its_retry_after(serve: Any) -> None:
     error = caught.value
     assert error.status_code == 429 and error.response.status_code == 429
     assert classify_error(error) == "rate_limit" and retry_after_seconds(error) == 0.03
-    assert str(error) == "Error code: 429 - simulated failure 1 of the first 1"
+    assert str(error) == 'Error code: 429 - simulated failure 1 of the first 1 {"type": "requests", "code": "rate_limit_exceeded"}'
     sleep = SleepRecorder()
     again = serve(fail_first=1, fail_status=429, retry_after_ms=30)
     retrying = RetryingModel(OpenAICompatibleModel(endpoint(again.url)), policy(rate_limit=(2, 5.0)), sleep=sleep)
@@ -549,7 +550,9 @@ def test_build_model_chooses_the_adapter(monkeypatch: pytest.MonkeyPatch) -> Non
     assert isinstance(adapter(endpoint(url, extra_kwargs={"streaming": True})), LangChainModel)
     routed = adapter(ModelConfig(id="j", model_name="openai/gpt-4.1-mini", interface="openrouter"))
     assert isinstance(routed, OpenAICompatibleModel) and routed.url == "https://openrouter.ai/api/v1"
-    assert routed.model_id.startswith("openrouter:openai/gpt-4.1-mini@")
+    assert routed.model_id.startswith("openai:openai/gpt-4.1-mini@")  # the langchain adapter's id
+    hosted = adapter(endpoint("https://api.openai.com/v1"))  # OpenAI itself: langchain-openai's per-model rules
+    assert isinstance(hosted, LangChainModel)
     guarded = build_model(endpoint(url), policy=None)
     assert isinstance(guarded, RetryingModel) and isinstance(guarded.inner, BreakerModel)
     assert isinstance(guarded.inner.inner, OpenAICompatibleModel)
@@ -634,3 +637,40 @@ async def test_calls_in_flight_are_spread_over_clients_of_at_most_shard_calls(se
     assert set(pool.busy.values()) == {0}
     await model.aclose()
     assert pool.is_closed and all(client.is_closed for client in pool.busy)
+
+
+def test_the_model_id_is_the_langchain_adapters_so_cached_replies_stay_valid() -> None:
+    url = "http://127.0.0.1:9/v1"
+    for fields in ({}, {"max_tokens": 50}, {"temperature": 0.7, "extra_kwargs": {"seed": 3}}):
+        assert OpenAICompatibleModel(endpoint(url, **fields)).model_id == LangChainModel(endpoint(url, **fields)).model_id
+    ids = {OpenAICompatibleModel(endpoint(url, max_tokens=n)).model_id for n in (None, 50, 4000)}
+    assert len(ids) == 3  # a reply cached under one max_tokens is not served under another
+
+
+async def test_an_error_inside_a_200_reply_keeps_its_status(serve: Any) -> None:
+    # OpenRouter passes an upstream rate limit on as HTTP 200 with {"error": {"code": 429, ...}}
+    server = serve()
+    model = OpenAICompatibleModel(endpoint(server.url))
+    body = {"error": {"message": "Provider returned error", "code": 429, "param": None}}
+    response = httpx.Response(200, json=body, request=httpx.Request("POST", server.url))
+
+    class Client:
+        async def post(self, *_args: Any, **_kwargs: Any) -> httpx.Response:
+            return response
+
+    class Lease:
+        async def __aenter__(self) -> Any:
+            return Client()
+
+        async def __aexit__(self, *_exc: Any) -> None:
+            return None
+
+    class Pool:
+        def lease(self) -> Lease:
+            return Lease()
+
+    model._pool = lambda: Pool()  # type: ignore[method-assign,assignment,return-value]
+    with pytest.raises(EndpointStatusError) as caught:
+        await model.complete(PLAIN)
+    assert caught.value.status_code == 429 and classify_error(caught.value) == "rate_limit"
+    assert "Provider returned error" in str(caught.value)

@@ -338,3 +338,17 @@ def test_deadline_stops_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
 def test_deadline_must_be_a_duration() -> None:
     result = invoke(DEMO, "--preset", "demo", "--deadline", "soon", "--show-plan")
     assert result.exit_code == 1 and "--deadline 'soon' is not a duration" in result.stderr
+
+
+def test_fields_added_later_at_their_defaults_leave_the_identity_as_earlier_versions_saved_it() -> None:
+    from verify.config.verification import VerificationConfig
+    from verify.results.identity import ADDED_DEFAULTS, MODEL_ADDED_DEFAULTS, judging_config
+
+    judge = {"id": "j", "model_name": "m", "interface": "simulated"}
+    plain = judging_config(VerificationConfig.model_validate({"answering_models": [judge], "parsing_models": [judge]}))
+    assert not set(ADDED_DEFAULTS) & set(plain)  # a run saved before these fields existed still resumes
+    assert not set(MODEL_ADDED_DEFAULTS) & set(plain["answering_models"][0])
+    batched = VerificationConfig.model_validate({"answering_models": [{**judge, "tool_rounds": 2}], "parsing_models": [judge],
+                                                 "deep_judgment_rubric_strategy": "batched"})  # fmt: skip
+    changed = judging_config(batched)
+    assert changed["deep_judgment_rubric_strategy"] == "batched" and changed["answering_models"][0]["tool_rounds"] == 2

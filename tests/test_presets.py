@@ -322,3 +322,41 @@ def test_nested_header_secrets_never_reach_presets_or_show_config(tmp_path) -> N
     saved = path.read_text()
     assert "eval" in saved and "X-Trace" in saved  # harmless headers are kept
     assert "pk-research-team-01" in saved and '"secret_mode": true' in saved  # names and flags are not secrets
+
+
+def _plain_config(**fields: Any) -> VerificationConfig:
+    model = {"id": "a", "model_name": "gpt-4.1-mini", "model_provider": "openai", "interface": "langchain"}
+    return VerificationConfig.model_validate({"answering_models": [model], "parsing_models": [model], **fields})
+
+
+def test_a_saved_preset_leaves_verify_only_fields_out_while_they_hold_their_defaults(tmp_path: Path) -> None:
+    from verify.config.preset_files import (
+        VERIFY_ONLY_FIELDS,
+        VERIFY_ONLY_MODEL_FIELDS,
+        VERIFY_ONLY_RETRY_FIELDS,
+    )
+
+    saved = json.loads(save_preset(_plain_config(), tmp_path / "p.json", "p").read_text())["config"]
+    assert not set(saved) & VERIFY_ONLY_FIELDS and "async_max_workers" not in saved
+    assert not set(saved["answering_models"][0]) & VERIFY_ONLY_MODEL_FIELDS
+    assert not set(saved["retry_policy"]) & VERIFY_ONLY_RETRY_FIELDS
+    used = _plain_config(deep_judgment_rubric_strategy="batched", async_max_workers=4)
+    again = json.loads(save_preset(used, tmp_path / "q.json", "q").read_text())["config"]
+    assert again["deep_judgment_rubric_strategy"] == "batched" and again["async_max_workers"] == 4
+    assert load_preset(tmp_path / "q.json").deep_judgment_rubric_strategy == "batched"
+
+
+def test_karenina_loads_a_preset_verify_saved(tmp_path: Path) -> None:
+    import subprocess
+
+    from peers import karenina_python
+
+    python = karenina_python()
+    if python is None:
+        pytest.skip("karenina is not importable (set KARENINA_PYTHON to an interpreter that has it)")
+    path = save_preset(_plain_config(), tmp_path / "p.json", "p")
+    code = ("import sys; from pathlib import Path; from karenina.schemas.verification import VerificationConfig; "
+            "c = VerificationConfig.from_preset(Path(sys.argv[1])); print(len(c.answering_models), c.evaluation_mode)")
+    proc = subprocess.run([python, "-c", code, str(path)], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["1", "template_only"]

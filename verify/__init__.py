@@ -76,8 +76,13 @@ __all__ = [
 
 def __getattr__(name: str) -> object:
     home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'verify' has no attribute {name!r}")
+    if home is None:  # a subpackage (``verify.config``), as the eager imports used to make available
+        try:
+            return _importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module 'verify' has no attribute {name!r}") from None
     value = getattr(_importlib.import_module(home), name)
     globals()[name] = value  # later lookups skip this function
     return value

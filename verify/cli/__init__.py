@@ -140,7 +140,7 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
     deep_judgment_rubric_retry_attempts: Annotated[int | None, Opt(rich_help_panel=DJ)] = None,
     deep_judgment_rubric_search: Annotated[bool | None, Opt("--deep-judgment-rubric-search/--no-deep-judgment-rubric-search", rich_help_panel=DJ)] = None,
     deep_judgment_rubric_search_tool: Annotated[str | None, Opt(help="tavily | simulated", rich_help_panel=DJ)] = None,
-    deep_judgment_rubric_strategy: Annotated[str | None, Opt(help="per_trait | batched (all traits of a task in <= 3 calls)", rich_help_panel=DJ)] = None,
+    deep_judgment_rubric_strategy: Annotated[str | None, Opt(help="per_trait | batched (all traits of a task share 2-3 calls when replies are usable)", rich_help_panel=DJ)] = None,
     use_full_trace_for_template: Annotated[bool | None, Opt("--use-full-trace-for-template/--use-final-message-for-template")] = None,
     use_full_trace_for_rubric: Annotated[bool | None, Opt("--use-full-trace-for-rubric/--use-final-message-for-rubric")] = None,
     transcript_extractor: Annotated[str | None, Opt(help="a transcript's submission: last_assistant | all_assistant | tool_output:<tool>")] = None,

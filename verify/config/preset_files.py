@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
+from verify.config.models import ModelConfig, RetryPolicy
 from verify.config.report import config_to_dict
 from verify.errors import PresetError, format_validation_error
 from verify.files import write_atomic
@@ -31,6 +32,14 @@ __all__ = ["default_presets_dirs", "list_presets", "preset_file_name", "read_pre
 
 _SECRET_FIELDS = ("endpoint_api_key", "anthropic_api_key")
 _ALWAYS_KEPT = ("id", "model_provider", "model_name", "temperature", "interface", "system_prompt")
+#: verify's own fields (karenina's config classes forbid unknown keys): a preset leaves them out while
+#: they hold their defaults, so karenina loads a preset that uses none of verify's features
+VERIFY_ONLY_FIELDS = frozenset({
+    "deep_judgment_rubric_search_enabled", "deep_judgment_rubric_strategy", "gates", "revision_max_iterations",
+    "rubric_pass_threshold", "transcript_extractor", "trust_checkpoint_code",
+})
+VERIFY_ONLY_MODEL_FIELDS = frozenset({"max_concurrent_requests", "tool_rounds", "tools"})
+VERIFY_ONLY_RETRY_FIELDS = frozenset({"jitter", "breaker_failures", "breaker_cooldown_seconds"})
 
 
 def default_presets_dirs() -> list[Path]:
@@ -134,12 +143,19 @@ def _config_part(data: dict[str, Any], source: str, cls: type[VerificationConfig
     return plain, ""
 
 
+def _drop_defaults(data: dict[str, Any], fields: dict[str, Any], names: frozenset[str]) -> None:
+    for key in [k for k in data if k in names and data[k] == fields[k].get_default(call_default_factory=True)]:
+        del data[key]
+
+
 def sanitized_model(model: dict[str, Any]) -> dict[str, Any]:
-    """Drop API keys, manual traces and unset optional fields (other credentials are already out)."""
+    """Drop API keys, manual traces, unset optional fields and verify's own fields at their defaults
+    (other credentials are already out)."""
     return {
         key: value
         for key, value in model.items()
         if key not in _SECRET_FIELDS and key != "manual_traces" and (key in _ALWAYS_KEPT or value is not None)
+        and not (key in VERIFY_ONLY_MODEL_FIELDS and value == ModelConfig.model_fields[key].default)
     }
 
 
@@ -189,6 +205,12 @@ def write_preset(
         except (OSError, ValueError):
             old = {}
     dumped = config_to_dict(config, drop_secrets=True)  # URLs lose their credentials, headers their keys
+    _drop_defaults(dumped, type(config).model_fields, VERIFY_ONLY_FIELDS)
+    if isinstance(dumped.get("retry_policy"), dict):
+        _drop_defaults(dumped["retry_policy"], RetryPolicy.model_fields, VERIFY_ONLY_RETRY_FIELDS)
+    for key in ("async_max_workers", "workspace_output_exclude_patterns"):  # unset: karenina's own default
+        if dumped.get(key) is None:
+            dumped.pop(key, None)
     for role in ("answering_models", "parsing_models"):
         dumped[role] = [sanitized_model(m) for m in dumped[role]]
     try:

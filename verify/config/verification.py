@@ -135,7 +135,7 @@ class VerificationConfig(KareninaConfigMethods, BaseModel):
     )
     deep_judgment_rubric_search_tool: SearchTool = "tavily"
     deep_judgment_rubric_strategy: Literal["per_trait", "batched"] = Field(default="per_trait", description="verify "
-        "only. per_trait: about 3 judge calls per trait; batched: all deep-judgment traits of a task share <= 3 calls.")
+        "only. per_trait: about 3 judge calls per trait; batched: all deep-judgment traits of a task share 2-3 calls (more on unusable replies).")
 
     # few-shot and prompts
     few_shot_config: FewShotConfig | None = None

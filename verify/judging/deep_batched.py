@@ -113,8 +113,10 @@ def _read_entry(name: str, value: Any, s: TraitDJSettings, st: _Quotes, response
 
 
 async def _quote(traits: list[LLMTrait], settings: dict[str, TraitDJSettings], ctx: TraitContext,
-                 calls: dict[str, int]) -> dict[str, _Quotes]:
-    """Steps (1)-(2): the excerpt call, then retries for the traits still without evidence."""
+                 calls: dict[str, int]) -> tuple[dict[str, _Quotes], tuple[ModelError, list[str]] | None]:
+    """Steps (1)-(2): the excerpt call, then retries for the traits still without evidence. A call
+    that fails for good is returned with the traits it was for: only those are left unscored (a
+    trait whose quotes validated on an earlier attempt keeps them)."""
     state = {t.name: _Quotes() for t in traits}
     pending = list(traits)
     feedback: str | None = None
@@ -122,10 +124,13 @@ async def _quote(traits: list[LLMTrait], settings: dict[str, TraitDJSettings], c
     while pending:
         attempt = state[pending[0].name].attempts + 1
         prompt = batch_excerpt_prompt(ctx.question, ctx.response, pending, limits, feedback)
-        reply = await ask_structured(
-            ctx.judge, ctx.instructions.messages("dj_rubric_excerpt_extraction", prompt), BatchExcerptsOutput,
-            purpose=Purpose.DJ_BATCH_EXCERPTS, max_parse_retries=0,
-        )
+        try:
+            reply = await ask_structured(
+                ctx.judge, ctx.instructions.messages("dj_rubric_excerpt_extraction", prompt), BatchExcerptsOutput,
+                purpose=Purpose.DJ_BATCH_EXCERPTS, max_parse_retries=0,
+            )
+        except ModelError as exc:
+            return state, (exc, [t.name for t in pending])
         entries = match_names(reply.value.entries(), [t.name for t in pending]) if reply.value is not None else {}
         for t in pending:
             st = state[t.name]
@@ -149,7 +154,7 @@ async def _quote(traits: list[LLMTrait], settings: dict[str, TraitDJSettings], c
             unusable = f"Your previous reply could not be used ({reply.error}). " if reply.value is None else ""
             feedback = (f"Attempt {attempt + 1} of {total}. {unusable}Answer for these traits only.\n{lines}\n"
                         "Copy passages exactly as written.")
-    return state
+    return state, None
 
 
 def _settle_quotes(result: TraitJudgment, st: _Quotes) -> bool:
@@ -303,11 +308,11 @@ async def judge_traits(traits: list[LLMTrait], settings: dict[str, TraitDJSettin
     calls = dict.fromkeys(results, 0)
     quoting = [t for t in traits if settings[t.name].excerpt_enabled]
     going = [t for t in traits if not settings[t.name].excerpt_enabled]
-    try:
-        quotes = await _quote(quoting, settings, ctx, calls) if quoting else {}
-    except ModelError as exc:
-        _failed(results, [t.name for t in quoting], exc, calls)
-        quotes, quoting = {}, []
+    quotes, failure = await _quote(quoting, settings, ctx, calls) if quoting else ({}, None)
+    if failure is not None:
+        exc, lost = failure
+        _failed(results, lost, exc, calls)
+        quoting = [t for t in quoting if t.name not in lost]
     evidence: dict[str, list[str] | None] = {t.name: None for t in going}
     for t in quoting:
         if _settle_quotes(results[t.name], quotes[t.name]):

@@ -7,9 +7,9 @@ are limited by an :class:`AdaptiveLimit`, additive-increase / multiplicative-dec
 * it starts at :data:`START` calls and, while calls succeed, doubles once per round of calls (slow
   start) until the first sign of overload, then grows by one per round (a round: as many successes
   as the limit);
-* a rate limit or overload (429, 529, 503, "overloaded") halves it, once per burst (refusals of
-  calls sent before the cut do not cut again), and a ``Retry-After`` holds every new call to that
-  server until it has passed;
+* a rate limit, an overload (429, 529, 503, "overloaded") or a timed-out call halves it, once per
+  burst (refusals of calls sent before the cut do not cut again), and a ``Retry-After`` holds every
+  new call to that server until it has passed (a minute at most);
 * it grows only while the calls fill it (a limit nobody uses is not evidence the server copes);
 * it stops growing while calls take more than twice the fastest latency seen (the server queues
   them rather than serving them at once: a local server that never says 429);
@@ -38,7 +38,8 @@ _SAMPLES = 5  # successes seen before latency may hold the growth
 
 
 def _overload(exc: BaseException) -> bool:
-    if classify_error(exc) == "rate_limit":
+    # a timed-out call is a server that could not keep up (a local one queues rather than says 429)
+    if classify_error(exc) in ("rate_limit", "timeout"):
         return True
     status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
     return status == 503

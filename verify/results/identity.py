@@ -38,6 +38,13 @@ MODEL_EXECUTION_ONLY = frozenset({
 EXTRA_EXECUTION_ONLY = frozenset({
     "latency_ms", "timeout", "request_timeout", "max_retries", "rate_429", "rate_500", "fail_first", "fail_status",
 })
+#: Fields added after identities were first saved, with their defaults: left out when they hold them,
+#: so a run saved by an earlier verify still resumes.
+ADDED_DEFAULTS: dict[str, Any] = {
+    "revision_max_iterations": None, "deep_judgment_rubric_strategy": "per_trait",
+    "transcript_extractor": "last_assistant",
+}
+MODEL_ADDED_DEFAULTS: dict[str, Any] = {"tools": None, "tool_rounds": 5}
 _QUESTION_DATES = {"date_created", "date_modified", "finished"}
 
 
@@ -53,8 +60,9 @@ def question_digest(question: Question) -> str:
 def judging_config(config: VerificationConfig) -> dict[str, Any]:
     """The config as it bears on verdicts: the masked dump without execution-only settings."""
     data = {k: v for k, v in config_to_dict(config).items() if k not in EXECUTION_ONLY}
-    if data.get("revision_max_iterations") is None:  # off: identities saved before the field existed still match
-        data.pop("revision_max_iterations", None)
+    for name, default in ADDED_DEFAULTS.items():
+        if name in data and data[name] == default:
+            del data[name]
     for role in ("answering_models", "parsing_models"):
         models = data.get(role)
         if isinstance(models, list):
@@ -63,7 +71,8 @@ def judging_config(config: VerificationConfig) -> dict[str, Any]:
 
 
 def _judging_model(model: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in model.items() if k not in MODEL_EXECUTION_ONLY}
+    out = {k: v for k, v in model.items()
+           if k not in MODEL_EXECUTION_ONLY and not (k in MODEL_ADDED_DEFAULTS and v == MODEL_ADDED_DEFAULTS[k])}
     extra = out.pop("extra_kwargs", None)
     extra = {k: v for k, v in extra.items() if k not in EXTRA_EXECUTION_ONLY} if isinstance(extra, dict) else extra
     if extra:

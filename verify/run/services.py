@@ -143,7 +143,10 @@ class Services:
         key = endpoint_key(model)
         limit = self.adaptive.get(key)
         if limit is None:
-            caps = [c for c in (self.config.max_concurrent_requests, model.max_concurrent_requests) if c]
+            models = [*self.config.answering_models, *self.config.parsing_models, model]
+            given = [self.config.max_concurrent_requests, *(m.max_concurrent_requests for m in models
+                                                            if endpoint_key(m) == key)]  # fmt: skip
+            caps = [c for c in given if c]
             limit = self.adaptive[key] = AdaptiveLimit(key, ceiling=min([CEILING, *caps]))
         return limit
 

@@ -74,7 +74,7 @@ class _Pool:
 
     def __init__(self, base_url: str, headers: dict[str, str], timeout: httpx.Timeout) -> None:
         self._settings: dict[str, Any] = {"base_url": base_url, "headers": headers, "timeout": timeout, "limits": _LIMITS,
-                                          "verify": _ssl_context()}
+                                          "verify": _ssl_context(), "follow_redirects": True}  # as the OpenAI SDK
         self.busy: dict[httpx.AsyncClient, int] = {}
         self.is_closed = False
 
@@ -111,9 +111,11 @@ _USERS: weakref.WeakKeyDictionary[_Pool, int] = weakref.WeakKeyDictionary()
 
 def serves(config: ModelConfig) -> bool:
     """Whether this adapter builds ``config``: an OpenAI-compatible interface, and nothing in
-    ``extra_kwargs`` that only langchain-openai knows what to do with."""
+    ``extra_kwargs`` that only langchain-openai knows what to do with, and not OpenAI's own API."""
     if config.interface not in _INTERFACES:
         return False
+    if "api.openai.com" in (config.endpoint_base_url or ""):
+        return False  # OpenAI itself: langchain-openai knows its per-model rules (max_completion_tokens, ...)
     return all(key in _BODY_KEYS or key in _OWN_KEYS for key in config.extra_kwargs or {})
 
 
@@ -182,12 +184,15 @@ class OpenAICompatibleModel:
         self._pool_key = hashlib.sha256(
             json.dumps([url, timeout, sorted(self._headers.items())]).encode()
         ).hexdigest()  # credentials are part of the key, never kept in clear outside the headers
-        provider = "openrouter" if config.interface == "openrouter" else "openai"
-        safe = {k: v for k, v in sorted(self._body.items())
-                if k != "model" and not any(w in k.lower() for w in ("key", "token", "secret", "auth"))}  # fmt: skip
-        identity = {"base_url": url, "structured": start, "body": safe}
+        # the langchain adapter's id for the same config: cached replies stay valid across the switch
+        given = {k: v for k, v in (config.extra_kwargs or {}).items()
+                 if k not in ("structured_output_method", "endpoint_base_url_mode")}  # fmt: skip
+        safe = {k: v for k, v in sorted(given.items())
+                if not any(word in k.lower() for word in ("key", "token", "secret", "header", "auth"))}  # fmt: skip
+        identity = {"temperature": config.temperature, "max_tokens": config.max_tokens, "base_url": url,
+                    "structured": start, "extra": safe}  # fmt: skip
         digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:10]
-        self._model_id = f"{provider}:{config.model_name}@{digest}"
+        self._model_id = f"openai:{config.model_name}@{digest}"
 
     @property
     def model_id(self) -> str:
@@ -303,6 +308,11 @@ class OpenAICompatibleModel:
             data = json.loads(response.content)
         except ValueError as exc:
             raise EndpointStatusError(502, f"the reply is not JSON: {response.text[:200]!r}", response) from exc
+        error = data.get("error") if isinstance(data, dict) else None
+        if isinstance(error, dict):  # OpenRouter passes an upstream failure on as 200 + {"error": {"code": 429, ...}}
+            code = error.get("code")
+            status = code if isinstance(code, int) and 400 <= code <= 599 else 502
+            raise EndpointStatusError(status, _error_text(error), response)
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
             raise EndpointStatusError(502, f"the reply has no choices: {response.text[:200]!r}", response)
         return data
@@ -331,7 +341,8 @@ class OpenAICompatibleModel:
         )  # fmt: skip
         if not request.tools:
             return reply
-        found = tuple(ToolCall(cid, name, args if isinstance(args, dict) else {}) for cid, args, _raw, name in calls)
+        # arguments that are not a JSON object are not run with made-up ones: dropped, as langchain does
+        found = tuple(ToolCall(cid, name, args) for cid, args, _raw, name in calls if isinstance(args, dict))
         return replace(reply, tool_calls=found)
 
 
@@ -367,7 +378,7 @@ def _calls(raw: Any) -> list[tuple[str, Any, str, str]]:
             continue
         arguments = function.get("arguments")
         sent = arguments if isinstance(arguments, str) else json.dumps(arguments)
-        parsed = arguments if isinstance(arguments, dict) else json_object_of(sent)
+        parsed = arguments if isinstance(arguments, dict) else json_object_of(sent.strip() or "{}")
         found.append((str(call.get("id") or f"call_{n}"), parsed, sent, str(function.get("name") or "")))
     return found
 
@@ -379,5 +390,12 @@ def _error_message(response: httpx.Response) -> str:
         return response.text[:300]
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict) and error.get("message"):
-        return str(error["message"])
+        return _error_text(error)
     return json.dumps(body)[:300]
+
+
+def _error_text(error: dict[str, Any]) -> str:
+    """The message with the fields that say what failed (``param: response_format`` tells the
+    structured-output ladder a method is unsupported), as the SDK's error text has them."""
+    detail = {k: error[k] for k in ("type", "param", "code") if error.get(k) is not None}
+    return f"{error.get('message') or 'error'}" + (f" {json.dumps(detail)}" if detail else "")
