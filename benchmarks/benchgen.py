@@ -207,15 +207,21 @@ class Counted:
 def server_process(*flags: object) -> Iterator[str]:
     """The simulated OpenAI-compatible server in its own process on 127.0.0.1 (as a real provider
     would be: its CPU time is not the client's), started with ``serve`` ``flags``; yields its base URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "verify.llm.simulated", "serve", "--port", "0", *map(str, flags)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
+    with url_process([sys.executable, "-m", "verify.llm.simulated", "serve", "--port", "0", *map(str, flags)],
+                     "the simulated server") as url:  # fmt: skip
+        yield url
+
+
+@contextmanager
+def url_process(cmd: list[str], what: str) -> Iterator[str]:
+    """Run ``cmd``, a server that prints its base URL (on 127.0.0.1) on its first line; yield the URL
+    and stop the server afterwards."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()
         if not url.startswith("http://127.0.0.1:"):
-            raise RuntimeError(f"the simulated server did not start (it said {url!r})")
+            raise RuntimeError(f"{what} did not start (it said {url!r})")
         yield url
     finally:
         proc.terminate()

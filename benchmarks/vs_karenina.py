@@ -51,7 +51,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(HERE.parent))
     sys.path.insert(0, str(HERE))
 
-from benchgen import TRAITS  # noqa: E402 - the 5-trait rubric of the other benchmarks
+from benchgen import TRAITS, url_process  # noqa: E402 - the 5-trait rubric of the other benchmarks
 
 from verify.benchmark.jsonld import Benchmark, save_benchmark  # noqa: E402
 from verify.benchmark.question import Question  # noqa: E402
@@ -167,20 +167,8 @@ def judge_process(traces: Path, latency_ms: float, log: Path | None = None) -> I
     cmd = [sys.executable, str(HERE / "latency_judge.py"), "--answers", str(traces), "--latency-ms", str(latency_ms)]
     if log is not None:
         cmd += ["--log", str(log)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        if not url.startswith("http://127.0.0.1:"):
-            raise RuntimeError(f"the judge did not start (it said {url!r})")
+    with url_process(cmd, "the judge") as url:
         yield Judge(url)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @dataclass(frozen=True)

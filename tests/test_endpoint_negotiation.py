@@ -440,12 +440,12 @@ async def test_json_object_with_a_schema_reaches_the_reply_function(serve: Any) 
 # -- the first structured call probes alone; the calls queued behind it then go out together -----------
 
 
-@pytest.mark.parametrize("adapter", ["langchain", "openai_compatible"])
-async def test_calls_queued_behind_the_probe_go_out_together_once_it_settles(adapter: str) -> None:
+def _watched_adapter(adapter: str, **fields: Any) -> tuple[Any, list[int]]:
+    """An adapter whose structured calls are replaced by a 20 ms fake that records how many are in flight."""
     from verify.llm.adapters.openai_compatible import OpenAICompatibleModel
 
     cls = LangChainModel if adapter == "langchain" else OpenAICompatibleModel
-    model: Any = cls(endpoint("http://127.0.0.1:9/v1"))
+    model: Any = cls(endpoint("http://127.0.0.1:9/v1", **fields))
     in_flight, peak = 0, []
 
     async def structured(*_args: Any) -> ChatReply:
@@ -457,6 +457,12 @@ async def test_calls_queued_behind_the_probe_go_out_together_once_it_settles(ada
         return ChatReply(text="{}", parsed={})
 
     model._structured = structured
+    return model, peak
+
+
+@pytest.mark.parametrize("adapter", ["langchain", "openai_compatible"])
+async def test_calls_queued_behind_the_probe_go_out_together_once_it_settles(adapter: str) -> None:
+    model, peak = _watched_adapter(adapter)
     await asyncio.gather(*(model.complete(STRUCTURED) for _ in range(10)))
     assert model.ladder.settled
     assert peak[0] == 1  # the probe went alone
@@ -465,21 +471,7 @@ async def test_calls_queued_behind_the_probe_go_out_together_once_it_settles(ada
 
 @pytest.mark.parametrize("adapter", ["langchain", "openai_compatible"])
 async def test_a_pinned_method_is_not_probed(adapter: str) -> None:
-    from verify.llm.adapters.openai_compatible import OpenAICompatibleModel
-
-    cls = LangChainModel if adapter == "langchain" else OpenAICompatibleModel
-    model: Any = cls(endpoint("http://127.0.0.1:9/v1", extra_kwargs={"structured_output_method": "json_schema"}))
+    model, peak = _watched_adapter(adapter, extra_kwargs={"structured_output_method": "json_schema"})
     assert model.ladder.settled
-    in_flight, peak = 0, []
-
-    async def structured(*_args: Any) -> ChatReply:
-        nonlocal in_flight
-        in_flight += 1
-        peak.append(in_flight)
-        await asyncio.sleep(0.02)
-        in_flight -= 1
-        return ChatReply(text="{}", parsed={})
-
-    model._structured = structured
     await asyncio.gather(*(model.complete(STRUCTURED) for _ in range(5)))
     assert max(peak) == 5  # all at once: the config said which method works

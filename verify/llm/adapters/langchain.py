@@ -27,7 +27,6 @@ server can notice that nobody waits for the reply.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import os
@@ -44,6 +43,7 @@ from verify.llm.adapters.langchain_messages import (
     finish_reason_of,
     json_object_of,
     message_text,
+    model_id,
     new_openai_async_client,
     own_anthropic_client,
     reply_from_finish_error,
@@ -199,7 +199,7 @@ class LangChainModel:
         self._loop_llms: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, BaseChatModel] = (
             weakref.WeakKeyDictionary()
         )
-        self._model_id = self._make_id(provider, model_name, base_url, extra, start)
+        self._model_id = model_id(provider, config, base_url, extra, start)
 
     # -- construction ------------------------------------------------------------------------------
 
@@ -280,23 +280,6 @@ class LangChainModel:
             llm = self._init(self.model_name, self.provider, self._kwargs)
             self._loop_llms[loop] = llm
         return llm
-
-    def _make_id(
-        self, provider: str, model_name: str, base_url: str | None, extra: dict[str, Any], method: str
-    ) -> str:
-        safe_extra = {
-            k: v for k, v in sorted(extra.items())
-            if not any(word in k.lower() for word in ("key", "token", "secret", "header", "auth"))
-        }  # fmt: skip
-        identity = {
-            "temperature": self.config.temperature,
-            "max_tokens": self.config.max_tokens,
-            "base_url": base_url,
-            "structured": method,
-            "extra": safe_extra,
-        }
-        digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:10]
-        return f"{provider}:{model_name}@{digest}"
 
     @property
     def model_id(self) -> str:

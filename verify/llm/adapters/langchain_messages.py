@@ -3,6 +3,7 @@ endpoint URLs, and the SDK clients verify owns (so it can close them)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -15,6 +16,8 @@ from verify.llm.ports import ChatReply, ChatRequest, Message, ToolCall, Usage
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
+    from verify.config.models import ModelConfig
+
 log = logging.getLogger(__name__)
 
 
@@ -24,6 +27,18 @@ def secret_value(value: Any) -> str | None:
     getter = getattr(value, "get_secret_value", None)
     text = getter() if callable(getter) else str(value)
     return text or None
+
+
+def model_id(provider: str, config: ModelConfig, base_url: str | None, extra: Mapping[str, Any], method: str) -> str:
+    """An adapter's ``model_id`` (the response cache's key for the model): what changes its replies
+    (temperature, max_tokens, server, structured-output method, extra settings minus credentials).
+    One definition, so both adapters give a config the same id and cached replies survive a switch."""
+    safe = {k: v for k, v in sorted(extra.items())
+            if not any(word in k.lower() for word in ("key", "token", "secret", "header", "auth"))}  # fmt: skip
+    identity = {"temperature": config.temperature, "max_tokens": config.max_tokens, "base_url": base_url,
+                "structured": method, "extra": safe}  # fmt: skip
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    return f"{provider}:{config.model_name}@{digest}"
 
 
 def endpoint_url(base_url: str, mode: str | None) -> str:

@@ -37,7 +37,13 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from verify.errors import ModelSetupError
-from verify.llm.adapters.langchain_messages import endpoint_url, json_object_of, schema_name, secret_value
+from verify.llm.adapters.langchain_messages import (
+    endpoint_url,
+    json_object_of,
+    model_id,
+    schema_name,
+    secret_value,
+)
 from verify.llm.adapters.negotiation import STRUCTURED_METHODS, MethodLadder, is_unsupported, ladder_start
 from verify.llm.endpoints import EndpointUnreachable, connection_refused
 from verify.llm.ports import PURPOSE_HEADER, ChatReply, ChatRequest, Message, ToolCall, Usage
@@ -187,12 +193,7 @@ class OpenAICompatibleModel:
         # the langchain adapter's id for the same config: cached replies stay valid across the switch
         given = {k: v for k, v in (config.extra_kwargs or {}).items()
                  if k not in ("structured_output_method", "endpoint_base_url_mode")}  # fmt: skip
-        safe = {k: v for k, v in sorted(given.items())
-                if not any(word in k.lower() for word in ("key", "token", "secret", "header", "auth"))}  # fmt: skip
-        identity = {"temperature": config.temperature, "max_tokens": config.max_tokens, "base_url": url,
-                    "structured": start, "extra": safe}  # fmt: skip
-        digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:10]
-        self._model_id = f"openai:{config.model_name}@{digest}"
+        self._model_id = model_id("openai", config, url, given, start)
 
     @property
     def model_id(self) -> str:
