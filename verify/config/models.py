@@ -16,6 +16,7 @@ from verify.errors import TRANSIENT_CATEGORIES, ConfigProblems, TransientCategor
 __all__ = [
     "DEFAULT_ANSWERING_SYSTEM_PROMPT",
     "DEFAULT_PARSING_SYSTEM_PROMPT",
+    "INERT_DESCRIPTION",
     "INTERFACES",
     "CategoryRetryConfig",
     "ErrorPatternConfig",
@@ -47,6 +48,9 @@ DEEP_AGENT_INTERFACES = frozenset({"claude_agent_sdk", "langchain_deep_agents"})
 
 
 FORBID = ConfigDict(extra="forbid")
+#: The description of every karenina field verify accepts and does not act on (config.report.INERT_FIELDS
+#: says why, field by field).
+INERT_DESCRIPTION = "karenina's; accepted so its presets load, not used by verify (a warning says so when set)."
 
 # --------------------------------------------------------------------------- retries
 
@@ -167,8 +171,8 @@ class ModelConfig(BaseModel):
     model_provider: str | None = Field(
         default=None, description="Provider for langchain interfaces, e.g. 'openai', 'anthropic'."
     )
-    model_name: str | None = None
-    temperature: float = Field(default=0.1, ge=0.0, le=2.0)
+    model_name: str | None = Field(default=None, description="The provider's name of the model, e.g. 'gpt-4.1-mini'.")
+    temperature: float = Field(default=0.1, ge=0.0, le=2.0, description="Sampling temperature sent with every call.")
     max_tokens: int | None = Field(
         default=None,
         ge=1,
@@ -181,21 +185,21 @@ class ModelConfig(BaseModel):
         default=None,
         description="Answering models without one get DEFAULT_ANSWERING_SYSTEM_PROMPT; judges keep None.",
     )
-    max_retries: int = Field(default=2, ge=0)
-    mcp_urls_dict: dict[str, str] | None = None
-    mcp_tool_filter: list[str] | None = None
-    mcp_tool_description_overrides: dict[str, str] | None = None
-    mcp_http_timeout: float | None = Field(default=None, gt=0)
-    mcp_sse_read_timeout: float | None = Field(default=None, gt=0)
+    max_retries: int = Field(default=2, ge=0, description=INERT_DESCRIPTION + " Set retry_policy.<category>.max_attempts.")
+    mcp_urls_dict: dict[str, str] | None = Field(default=None, description=INERT_DESCRIPTION + " MCP servers are not supported.")
+    mcp_tool_filter: list[str] | None = Field(default=None, description=INERT_DESCRIPTION)
+    mcp_tool_description_overrides: dict[str, str] | None = Field(default=None, description=INERT_DESCRIPTION)
+    mcp_http_timeout: float | None = Field(default=None, gt=0, description=INERT_DESCRIPTION)
+    mcp_sse_read_timeout: float | None = Field(default=None, gt=0, description=INERT_DESCRIPTION)
     endpoint_base_url: str | None = Field(
         default=None, description="Base URL of an OpenAI-compatible server (openai_endpoint)."
     )
     endpoint_api_key: SecretStr | None = Field(default=None, description="Never written to presets or dumps.")
-    anthropic_base_url: str | None = None
+    anthropic_base_url: str | None = Field(default=None, description="Base URL for an Anthropic-compatible server.")
     anthropic_api_key: SecretStr | None = Field(
         default=None, description="Never written to presets or dumps."
     )
-    agent_runtime: dict[str, Any] | None = None
+    agent_runtime: dict[str, Any] | None = Field(default=None, description=INERT_DESCRIPTION)
     extra_kwargs: dict[str, Any] | None = Field(
         default=None,
         description="Passed through to the model constructor, except structured_output_method "
@@ -209,8 +213,8 @@ class ModelConfig(BaseModel):
         description="interface='manual' only: question id or MD5 of the question text -> answer text "
         "or a transcript (a message list: verify.judging.transcript).",
     )
-    agent_middleware: dict[str, Any] | None = None
-    max_context_tokens: int | None = Field(default=None, ge=1)
+    agent_middleware: dict[str, Any] | None = Field(default=None, description=INERT_DESCRIPTION)
+    max_context_tokens: int | None = Field(default=None, ge=1, description=INERT_DESCRIPTION)
     agent_timeout: int | None = Field(
         default=None, ge=1, description="Seconds a tool-using answering model's loop may take; then its transcript "
         "so far is the answer (a partial trace: allow_partial_trace_scoring).",

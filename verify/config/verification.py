@@ -48,6 +48,7 @@ from verify.config.models import (
     DEEP_AGENT_INTERFACES,
     DEFAULT_ANSWERING_SYSTEM_PROMPT,
     FORBID,
+    INERT_DESCRIPTION,
     ErrorPatternConfig,
     ModelConfig,
     RetryPolicy,
@@ -79,11 +80,12 @@ class VerificationConfig(KareninaConfigMethods, BaseModel):
     model_config = FORBID
 
     # models / run shape
-    answering_models: list[ModelConfig] = Field(default_factory=list)
+    answering_models: list[ModelConfig] = Field(default_factory=list, description="Models that answer the questions (interface 'manual' for recorded answers); each answer is judged by every parsing model.")
     parsing_models: list[ModelConfig] = Field(description="Judge models; at least one.")
     replicate_count: int = Field(default=1, ge=1, description="Runs per question and answering model.")
     parsing_only: bool = Field(default=False, description="karenina TaskEval mode; inert in verify.")
-    evaluation_mode: Literal["template_only", "template_and_rubric", "rubric_only"] = "template_only"
+    evaluation_mode: Literal["template_only", "template_and_rubric", "rubric_only"] = Field(default="template_only",
+        description="Which judging runs: the answer template (parse and verify), the rubric, or both.")
     rubric_trait_names: list[str] | None = Field(
         default=None, description="Evaluate only these rubric traits."
     )
@@ -91,27 +93,27 @@ class VerificationConfig(KareninaConfigMethods, BaseModel):
         default="batch",
         description="batch: all LLM traits in one call; sequential (or None): one call per trait.",
     )
-    use_full_trace_for_template: bool = False
-    use_full_trace_for_rubric: bool = True
+    use_full_trace_for_template: bool = Field(default=False, description="A transcript answer: the template judge reads the whole run (True) or only its submission (False).")
+    use_full_trace_for_rubric: bool = Field(default=True, description="A transcript answer: rubric judges read the whole run (True) or only its submission (False).")
     transcript_extractor: str = Field(default="last_assistant", pattern=r"^(last_assistant|all_assistant|tool_output:.+)$",
                                       description="a transcript's submission: verify.judging.transcript")
-    allow_partial_trace_scoring: bool = True
-    include_extraction_hints: bool = True
+    allow_partial_trace_scoring: bool = Field(default=True, description="Judge a transcript cut short by agent_timeout or tool_rounds; False leaves such a task unjudged.")
+    include_extraction_hints: bool = Field(default=True, description="Give the template judge each field's description as a hint for what to extract.")
 
     # guards and checks
-    abstention_enabled: bool = False
-    sufficiency_enabled: bool = False
-    embedding_check_enabled: bool = False
-    embedding_check_model: str = "all-MiniLM-L6-v2"
-    embedding_check_threshold: float = Field(default=0.85, ge=0.0, le=1.0)
+    abstention_enabled: bool = Field(default=False, description="Ask the judge whether the answer refuses or abstains; if so the task fails (category abstention) and is not parsed.")
+    sufficiency_enabled: bool = Field(default=False, description="Template modes: ask the judge whether the answer holds enough to fill the template; if not the task fails (category sufficiency).")
+    embedding_check_enabled: bool = Field(default=False, description="When template verification fails, compare answer and expected answer by embedding similarity (needs the embedding extra).")
+    embedding_check_model: str = Field(default="all-MiniLM-L6-v2", description="Sentence-embedding model of the embedding check.")
+    embedding_check_threshold: float = Field(default=0.85, ge=0.0, le=1.0, description="Cosine similarity at or above which the embedding check calls the answers equivalent.")
 
     # template deep judgment
-    deep_judgment_mode: Literal["disabled", "reasoning_only", "full"] = "disabled"
-    deep_judgment_max_excerpts_per_attribute: int = Field(default=3, ge=1)
-    deep_judgment_fuzzy_match_threshold: float = Field(default=0.80, ge=0.0, le=1.0)
-    deep_judgment_excerpt_retry_attempts: int = Field(default=2, ge=0)
-    deep_judgment_search_enabled: bool = False
-    deep_judgment_search_tool: SearchTool = "tavily"
+    deep_judgment_mode: Literal["disabled", "reasoning_only", "full"] = Field(default="disabled", description="Template deep judgment: full quotes the answer per field (quotes proven at offsets), then reasons, then parses; reasoning_only skips the quotes.")
+    deep_judgment_max_excerpts_per_attribute: int = Field(default=3, ge=1, description="Template deep judgment: most quotes kept per template field.")
+    deep_judgment_fuzzy_match_threshold: float = Field(default=0.80, ge=0.0, le=1.0, description="Template deep judgment: a quote is valid when its similarity to the answer text is at or above this.")
+    deep_judgment_excerpt_retry_attempts: int = Field(default=2, ge=0, description="Template deep judgment: times the judge is asked again, with the problems, when quotes are not in the answer.")
+    deep_judgment_search_enabled: bool = Field(default=False, description="Template deep judgment: check each valid quote with web search and record the hallucination risk.")
+    deep_judgment_search_tool: SearchTool = Field(default="tavily", description="Search for template deep judgment: 'tavily', 'simulated' (offline) or a callable.")
 
     # rubric deep judgment
     deep_judgment_rubric_mode: Literal["disabled", "enable_all", "use_checkpoint", "custom"] = Field(
@@ -133,40 +135,39 @@ class VerificationConfig(KareninaConfigMethods, BaseModel):
         default=False,
         description="verify only: check excerpts with web search for every trait in enable_all mode.",
     )
-    deep_judgment_rubric_search_tool: SearchTool = "tavily"
+    deep_judgment_rubric_search_tool: SearchTool = Field(default="tavily", description="Search for rubric deep judgment: 'tavily', 'simulated' (offline) or a callable.")
     deep_judgment_rubric_strategy: Literal["per_trait", "batched"] = Field(default="per_trait", description="verify "
         "only. per_trait: about 3 judge calls per trait; batched: all deep-judgment traits of a task share 2-3 calls (more on unusable replies).")
 
     # few-shot and prompts
-    few_shot_config: FewShotConfig | None = None
-    prompt_config: PromptConfig | None = None
+    few_shot_config: FewShotConfig | None = Field(default=None, description="Few-shot examples given to the answering models (karenina's modes: all, k-shot, custom, none).")
+    prompt_config: PromptConfig | None = Field(default=None, description="Extra instructions per task kind (generation, parsing, rubric evaluation, deep judgment...).")
 
     # execution
-    async_enabled: bool = True
+    async_enabled: bool = Field(default=True, description="Work on several questions at once; False runs them one by one.")
     async_max_workers: int | None = Field(
         default=None, ge=1, description="Questions worked on in parallel. None (karenina: the env var, else 2): verify "
         "chooses: every question may start and each server's calls in flight adapt (grow while calls succeed, "
         "halve on 429/overload)."
     )
     max_concurrent_requests: int | None = Field(default=None, ge=1, description="Cap on model calls in flight.")
-    batch_timeout_seconds: float | None = Field(default=None, gt=0)
-    task_ordering: Literal["auto", "prefix_cache", "distribute_answerers", "generation_order", "random"] = (
-        "auto"
-    )
+    batch_timeout_seconds: float | None = Field(default=None, gt=0, description="Wall-clock limit for the whole run: then unfinished tasks stop, finished ones are saved for --resume.")
+    task_ordering: Literal["auto", "prefix_cache", "distribute_answerers", "generation_order", "random"] = Field(
+        default="auto", description=INERT_DESCRIPTION)
     answerer_concurrency_limits: int | dict[str, int] | None = Field(
         default=None, description="Calls in flight per answering model: one number, or {model id: number}."
     )
     request_timeout: float = Field(
         default=120.0, gt=0, description="Seconds per model call unless the model sets its own."
     )
-    retry_policy: RetryPolicy = Field(default_factory=RetryPolicy)
-    custom_error_patterns: list[ErrorPatternConfig] = Field(default_factory=list)
-    max_requeue_count: int = Field(default=5, ge=0)
-    scenario_turn_limit: int = Field(default=20, ge=1)
-    db_config: dict[str, Any] | None = None
-    replay_store: Any = Field(default=None, exclude=True, repr=False)
-    replay_parse_on_hydration_mismatch: Literal["fall_through", "strict"] = "fall_through"
-    skip_triples: Any = Field(default=None, exclude=True, repr=False)
+    retry_policy: RetryPolicy = Field(default_factory=RetryPolicy, description="Retries per error category (rate limit, server error, timeout...) for every model without its own.")
+    custom_error_patterns: list[ErrorPatternConfig] = Field(default_factory=list, description="Your own error texts and the category (and so the retry budget) each one belongs to.")
+    max_requeue_count: int = Field(default=5, ge=0, description=INERT_DESCRIPTION)
+    scenario_turn_limit: int = Field(default=20, ge=1, description=INERT_DESCRIPTION)
+    db_config: dict[str, Any] | None = Field(default=None, description=INERT_DESCRIPTION)
+    replay_store: Any = Field(default=None, exclude=True, repr=False, description=INERT_DESCRIPTION)
+    replay_parse_on_hydration_mismatch: Literal["fall_through", "strict"] = Field(default="fall_through", description=INERT_DESCRIPTION)
+    skip_triples: Any = Field(default=None, exclude=True, repr=False, description=INERT_DESCRIPTION)
 
     rubric_pass_threshold: float | None = Field(default=None, ge=0.0, le=1.0, description="Set: every rubric gets a "
         "verdict, its weighted score must reach this. Unset: only rubrics with weights etc., at AgentV's 0.8.")
@@ -180,20 +181,20 @@ class VerificationConfig(KareninaConfigMethods, BaseModel):
     )
 
     # agentic (inert)
-    agentic_parsing: bool = False
-    agentic_parsing_trigger: Literal["always", "dynamic"] = "always"
-    agentic_judge_context: Literal["workspace_only", "trace_and_workspace", "trace_only"] = "workspace_only"
-    agentic_parsing_max_turns: int = Field(default=15, ge=1)
-    agentic_parsing_timeout: float = Field(default=120.0, gt=0)
-    agentic_parsing_materialize_trace: bool = False
-    agentic_parsing_persist_trace: bool = False
-    agentic_rubric_strategy: Literal["individual", "shared"] = "individual"
-    agentic_rubric_parallel: bool = False
-    workspace_copy: bool = True
-    workspace_cleanup: bool = True
-    workspace_output_mode: Literal["none", "full", "produced"] = "none"
-    workspace_output_dir: str | None = None
-    workspace_output_exclude_patterns: list[str] | None = None
+    agentic_parsing: bool = Field(default=False, description=INERT_DESCRIPTION)
+    agentic_parsing_trigger: Literal["always", "dynamic"] = Field(default="always", description=INERT_DESCRIPTION)
+    agentic_judge_context: Literal["workspace_only", "trace_and_workspace", "trace_only"] = Field(default="workspace_only", description=INERT_DESCRIPTION)
+    agentic_parsing_max_turns: int = Field(default=15, ge=1, description=INERT_DESCRIPTION)
+    agentic_parsing_timeout: float = Field(default=120.0, gt=0, description=INERT_DESCRIPTION)
+    agentic_parsing_materialize_trace: bool = Field(default=False, description=INERT_DESCRIPTION)
+    agentic_parsing_persist_trace: bool = Field(default=False, description=INERT_DESCRIPTION)
+    agentic_rubric_strategy: Literal["individual", "shared"] = Field(default="individual", description=INERT_DESCRIPTION)
+    agentic_rubric_parallel: bool = Field(default=False, description=INERT_DESCRIPTION)
+    workspace_copy: bool = Field(default=True, description=INERT_DESCRIPTION)
+    workspace_cleanup: bool = Field(default=True, description=INERT_DESCRIPTION)
+    workspace_output_mode: Literal["none", "full", "produced"] = Field(default="none", description=INERT_DESCRIPTION)
+    workspace_output_dir: str | None = Field(default=None, description=INERT_DESCRIPTION)
+    workspace_output_exclude_patterns: list[str] | None = Field(default=None, description=INERT_DESCRIPTION)
 
     @model_validator(mode="before")
     @classmethod
