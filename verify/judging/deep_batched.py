@@ -40,7 +40,7 @@ from verify.judging.deep_fallback import fall_back
 from verify.judging.deep_judgment import RISK_ORDER, TraitContext, TraitJudgment
 from verify.judging.excerpts import validate_excerpts
 from verify.judging.quotes import read_quotes
-from verify.judging.verdicts import check_label, check_score
+from verify.judging.verdicts import Conflicting, check_label, check_score
 from verify.llm.ports import Message, Purpose, SearchHit
 from verify.llm.resilience import redact
 from verify.llm.structured import ask_structured
@@ -89,6 +89,10 @@ def _entry(value: Any) -> tuple[Any, bool]:
 
 
 def _read_entry(name: str, value: Any, s: TraitDJSettings, st: _Quotes, response: str, raw: str) -> None:
+    if isinstance(value, Conflicting):  # two different entries for one trait: neither is taken
+        st.error, st.raw_reply = f"the trait's entry is {value.problem}", raw
+        st.problem = f"- {name}: {value.problem}"
+        return
     quotes, nothing_relevant = _entry(value)
     items, placeholders = read_quotes(quotes, s.max_excerpts)
     if not items:
@@ -224,6 +228,8 @@ def _risks(item: dict[str, Any], excerpts: list[Excerpt], found: list[str | None
 
 
 def _read_verdict(trait: LLMTrait, item: Any) -> TraitOutcome:
+    if isinstance(item, Conflicting):
+        return TraitOutcome(status="unscored", reason=item.problem, unscored_category="invalid_reply")
     if not isinstance(item, dict) or "verdict" not in item:
         return TraitOutcome(status="unscored", reason='no "verdict" given', unscored_category="invalid_reply")
     outcome = (check_label if trait.kind == "literal" else check_score)(trait, item["verdict"])
