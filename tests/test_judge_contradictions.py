@@ -163,7 +163,7 @@ async def test_the_batched_schema_types_each_verdict_and_the_prompt_has_no_copya
     assert json.dumps(item).count('"enum": ["high", "medium", "low"]') == 1
 
 
-STRINGS = {"explains_mechanism": "True", "clarity": "4", "gives_numbers": "yes", "mentions_safety": "true",
+STRINGS = {"explains_mechanism": "Met", "clarity": "4 out of 5", "gives_numbers": "yes.", "mentions_safety": "True",
            "register": "formal"}
 
 
