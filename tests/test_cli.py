@@ -506,7 +506,7 @@ def test_fabricated_excerpts_fail_every_task(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output  # the run completed; failing tasks are results, not errors
     assert "passed 0 | failed 8 | incomplete 0 | with errors 0 | pass rate 0.000" in result.stdout
     assert f"failures: {DJ_FAIL} 8" in result.stdout
-    assert "0 excerpts validated" in result.stdout and "26 without valid evidence" in result.stdout
+    assert "0 excerpts validated" in result.stdout and "26 traits with no quote found in the answer" in result.stdout
     results = load_results(out)
     assert len(results) == 8
     assert set(failures(results)) == demo_tasks()

@@ -16,12 +16,15 @@ from verify.benchmark.traits import LLMTrait
 from verify.cli import app
 from verify.config.verification import VerificationConfig
 from verify.errors import ConfigError, ModelError
+from verify.judging import deep_batched
+from verify.judging.deep_fallback import FALLBACK_STAGE
 from verify.llm.ports import ChatRequest, Purpose
 from verify.llm.simulated import brain
 from verify.llm.simulated.imperfect import Imperfections, elided, imperfect_reply
 from verify.llm.simulated.search import SimulatedSearch
 from verify.llm.simulated.text import fabricate
 from verify.results.models import TraitOutcome
+from verify.results.reasons import CONTRADICTION
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
@@ -181,8 +184,10 @@ async def test_injected_fabricated_and_elided_quotes_auto_fail_the_same_traits()
     per_trait, batched = runs["per_trait"], runs["batched"]
     failed = sorted(n for n, o in outcomes(batched).items() if o[0] == "auto_failed")
     assert failed == sorted(n for n, o in outcomes(per_trait).items() if o[0] == "auto_failed")
-    assert failed == ["explains_mechanism", "no_antibiotics"]  # fabricated; absence judged violated (ungrounded)
+    assert failed == ["explains_mechanism"]  # fabricated quotes; the absence judged violated is the judge's contradiction
     assert outcomes(batched) == outcomes(per_trait)
+    for state in (per_trait, batched):
+        assert state.rubric.trait_status["no_antibiotics"].unscored_category == "contradiction"
     dj = batched.deep_judgment_rubric
     assert sorted(dj.traits_without_valid_excerpts) == failed
     assert dj.trait_metadata["explains_mechanism"].excerpt_retry_count == 2  # retried as per_trait does
@@ -202,41 +207,53 @@ async def test_simulated_fabricating_judge_fails_the_task_in_both_strategies() -
 
 
 @pytest.mark.parametrize("purpose", [Purpose.DJ_BATCH_EXCERPTS, Purpose.DJ_BATCH_SCORE])
-async def test_an_unusable_batch_reply_leaves_traits_unscored_not_failed(purpose: Purpose) -> None:
+async def test_an_unusable_batch_reply_falls_back_to_the_per_trait_path(purpose: Purpose) -> None:
     judge = ScriptedModel(lambda r: "I think it is fine." if r.purpose is purpose else honest(r))
     state, _ = await run(judge)
-    assert {o.status for o in state.rubric.trait_status.values()} == {"unscored"}
-    assert {o.unscored_category for o in state.rubric.trait_status.values()} == {"unparseable"}
+    assert {o.status for o in state.rubric.trait_status.values()} == {"scored"}  # judged one by one
     dj = state.deep_judgment_rubric
-    assert dj.traits_without_valid_excerpts == [] and dj.deep_judgment_rubric_scores == {}
+    assert all(m.stages_completed[0] == FALLBACK_STAGE for m in dj.trait_metadata.values())
+    batched = [p for p in judge.purposes() if p in (Purpose.DJ_BATCH_EXCERPTS, Purpose.DJ_BATCH_SCORE)]
     if purpose is Purpose.DJ_BATCH_EXCERPTS:  # asked again like per_trait (retries), never a verdict call
-        assert judge.purposes() == [purpose] * 3
+        assert batched == [purpose] * 3
     else:  # the reply is asked again twice (parse retries), then given up
-        assert judge.purposes() == [Purpose.DJ_BATCH_EXCERPTS] + [purpose] * 3
+        assert batched == [Purpose.DJ_BATCH_EXCERPTS] + [purpose] * 3
+    assert len(judge.for_purpose(Purpose.DJ_EXCERPTS)) == len(NAMES)
+    assert dj.trait_metadata["clarity"].model_calls == len(batched) + 3
 
 
-async def test_a_trait_the_verdict_reply_leaves_out_is_unscored_after_follow_ups() -> None:
+async def test_without_the_fallback_an_unusable_batch_reply_leaves_traits_unscored_not_failed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    async def no_fallback(*_args: Any) -> None:
+        return None
+
+    monkeypatch.setattr(deep_batched, "fall_back", no_fallback)
+    judge = ScriptedModel(lambda r: "I think it is fine." if r.purpose is Purpose.DJ_BATCH_SCORE else honest(r))
+    state, _ = await run(judge)
+    assert {o.unscored_category for o in state.rubric.trait_status.values()} == {"unparseable"}
+    assert state.deep_judgment_rubric.traits_without_valid_excerpts == []
+
+
+async def test_a_trait_the_verdict_reply_leaves_out_is_asked_again_then_judged_alone() -> None:
     judge = ScriptedModel(lambda r: edit(r, lambda v: v["traits"].pop("clarity", None))
                           if r.purpose is Purpose.DJ_BATCH_SCORE else honest(r))
     state, _ = await run(judge)
-    clarity = state.rubric.trait_status["clarity"]
-    assert clarity.status == "unscored" and clarity.unscored_category == "invalid_reply"
-    assert "missing" in (clarity.reason or "")
-    assert all(outcomes(state)[n][0] == "scored" for n in NAMES if n != "clarity")
+    assert all(outcomes(state)[n][0] == "scored" for n in NAMES)
     follow_ups = judge.for_purpose(Purpose.DJ_BATCH_SCORE)[1:]
     assert len(follow_ups) == 2
     assert all("- clarity:" in r.messages[-1].content and "register" not in r.messages[-1].content
                for r in follow_ups)
-    assert state.deep_judgment_rubric.trait_metadata["clarity"].model_calls == 4
+    meta = state.deep_judgment_rubric.trait_metadata["clarity"]
+    assert meta.stages_completed[0] == FALLBACK_STAGE and meta.model_calls == 4 + 3
+    assert judge.purposes("clarity") == [Purpose.DJ_EXCERPTS, Purpose.DJ_REASONING, Purpose.DJ_SCORE]
 
 
-async def test_a_trait_the_excerpt_reply_leaves_out_is_unscored_not_auto_failed() -> None:
+async def test_a_trait_the_excerpt_reply_leaves_out_is_never_auto_failed() -> None:
     judge = ScriptedModel(lambda r: edit(r, lambda v: v["traits"].pop("clarity", None))
                           if r.purpose is Purpose.DJ_BATCH_EXCERPTS else honest(r))
     state, _ = await run(judge)
-    clarity = state.rubric.trait_status["clarity"]
-    assert clarity.status == "unscored" and clarity.unscored_category == "invalid_reply"
     assert [re.findall(r'<trait name="([^"]+)"', prompt_of(r)) for r in judge.requests[1:3]] == [["clarity"]] * 2
+    assert state.rubric.trait_status["clarity"].status == "scored"  # judged alone after the batch retries
     assert state.deep_judgment_rubric.traits_without_valid_excerpts == []
 
 
@@ -268,15 +285,34 @@ async def test_a_judge_outage_leaves_the_traits_unscored_with_its_category() -> 
     assert state.errors and state.errors[0].category == "server_error"
 
 
-async def test_a_ungrounded_presence_verdict_is_auto_failed() -> None:
+async def test_an_ungrounded_presence_verdict_is_sent_back_once_then_unscored_as_a_contradiction() -> None:
     def script(request: ChatRequest) -> str:
         if request.purpose is Purpose.DJ_BATCH_EXCERPTS:
             return edit(request, lambda v: v["traits"]["gives_numbers"].update(excerpts=[], nothing_relevant=True))
         return honest(request)
 
-    state, _ = await run(ScriptedModel(script))
+    judge = ScriptedModel(script)
+    state, _ = await run(judge)
     outcome: TraitOutcome = state.rubric.trait_status["gives_numbers"]
-    assert outcome.status == "auto_failed" and "no passage was quoted" in (outcome.reason or "")
+    assert (outcome.status, outcome.unscored_category) == ("unscored", "contradiction")
+    assert outcome.reason is not None and outcome.reason.startswith(CONTRADICTION) and outcome.raw_reply
+    calls = judge.for_purpose(Purpose.DJ_BATCH_SCORE)
+    assert len(calls) == 2 and "gives_numbers: your verdict contradicts your own evidence" in calls[1].messages[-1].content
+    assert "no passage of the response bears on this trait" in calls[1].messages[-1].content
+    assert state.deep_judgment_rubric.traits_without_valid_excerpts == []
+    assert state.failure is None  # the answer is not blamed for the judge's contradiction
+
+
+async def test_a_contradiction_the_judge_corrects_is_scored() -> None:
+    def script(request: ChatRequest) -> str:
+        if request.purpose is Purpose.DJ_BATCH_EXCERPTS:
+            return edit(request, lambda v: v["traits"]["gives_numbers"].update(excerpts=[], nothing_relevant=True))
+        if request.purpose is Purpose.DJ_BATCH_SCORE and len(request.messages) > 2:
+            return json.dumps({"traits": {"gives_numbers": {"reasoning": "Nothing relevant, so not met.", "verdict": False}}})
+        return honest(request)
+
+    state, _ = await run(ScriptedModel(script))
+    assert outcomes(state)["gives_numbers"] == ("scored", False, None)
 
 
 # --------------------------------------------------------------------------- search and reasoning only

@@ -22,12 +22,14 @@ from verify.benchmark.traits import LLMTrait, RegexTrait
 from verify.config.deep_judgment import TraitDJSettings
 from verify.config.verification import VerificationConfig
 from verify.errors import ModelError
-from verify.judging.deep_judgment import TraitContext, is_absence_criterion, judge_trait
+from verify.judging.consistency import is_absence_criterion
+from verify.judging.deep_judgment import TraitContext, judge_trait
 from verify.llm.adapters.tavily import make_search
 from verify.llm.ports import ChatRequest
 from verify.llm.simulated import brain
 from verify.llm.simulated.search import SimulatedSearch
 from verify.results.models import VerificationResult
+from verify.results.reasons import CONTRADICTION
 from verify.run.runner import run_verification
 
 BOILING_Q = "At what temperature does pure water boil at sea level?"
@@ -332,24 +334,40 @@ async def test_absence_criterion_met_without_quotes_is_scored() -> None:
     assert "No passage of the response bears on this trait." in prompt_of(judge.for_purpose("dj_reasoning")[0])
 
 
-async def test_absence_criterion_violated_without_quotes_is_auto_failed() -> None:
-    state, _ = await run_rubric([NO_ANTIBIOTICS], "Rest and fluids help.", absence_judge(False), config=dj_config())
-    assert state.rubric is not None and state.deep_judgment_rubric is not None
-    assert state.rubric.trait_status["no_antibiotics"].status == "auto_failed"
-    assert state.deep_judgment_rubric.traits_without_valid_excerpts == ["no_antibiotics"]
+async def test_absence_criterion_violated_without_quotes_is_a_contradiction_not_a_failed_answer() -> None:
+    judge = absence_judge(False)
+    result = await run_pipeline([NO_ANTIBIOTICS], "Rest and fluids help.", judge, config=dj_config())
+    assert result.rubric is not None and result.deep_judgment_rubric is not None
+    outcome = result.rubric.trait_status["no_antibiotics"]
+    assert (outcome.status, outcome.unscored_category, outcome.score) == ("unscored", "contradiction", None)
+    assert outcome.reason is not None and outcome.reason.startswith(CONTRADICTION)
+    assert outcome.raw_reply == json.dumps({"result": False})
+    assert result.deep_judgment_rubric.traits_without_valid_excerpts == []
+    assert result.metadata.failure is None and result.verdict == "incomplete"  # not judged, never failed
+    sent_back = judge.for_purpose("dj_score")
+    assert len(sent_back) == 2  # sent back once, with the evidence
+    assert "contradicts your own evidence" in sent_back[1].messages[-1].content
+    assert "No passage of the response bears on this trait." in sent_back[1].messages[-1].content
 
 
-async def test_presence_criterion_met_without_quotes_is_ungrounded() -> None:
+async def test_a_contradiction_the_judge_corrects_on_the_second_ask_is_scored() -> None:
+    judge = ScriptedModel(by_purpose({"dj_excerpts": NOTHING, "dj_reasoning": "Nothing bears on it.",
+                                      "dj_score": [{"result": False}, {"result": True}]}))
+    state, _ = await run_rubric([NO_ANTIBIOTICS], "Rest and fluids help.", judge, config=dj_config())
+    assert state.rubric is not None
+    outcome = state.rubric.trait_status["no_antibiotics"]
+    assert (outcome.status, outcome.score, outcome.reason) == ("scored", True, None)
+
+
+async def test_presence_criterion_met_without_quotes_is_a_contradiction() -> None:
     result = await run_pipeline([BOILING_POINT], "Water is wet and clear.", absence_judge(True), config=dj_config())
     dj = result.deep_judgment_rubric
     assert dj is not None and result.rubric is not None
     outcome = result.rubric.trait_status["boiling_point"]
-    assert outcome.status == "auto_failed" and outcome.score is None
-    assert outcome.reason is not None and "no passage was quoted" in outcome.reason
-    assert dj.traits_without_valid_excerpts == ["boiling_point"]
-    assert dj.trait_metadata["boiling_point"].excerpt_validation_failed is True
-    assert result.metadata.failure is not None and result.metadata.failure.category == "deep_judgment_rubric"
-    assert "boiling_point (0 retries)" in result.metadata.failure.reason
+    assert (outcome.status, outcome.unscored_category, outcome.score) == ("unscored", "contradiction", None)
+    assert dj.traits_without_valid_excerpts == []
+    assert dj.trait_metadata["boiling_point"].excerpt_validation_failed is False
+    assert result.metadata.failure is None
 
 
 async def test_presence_criterion_not_met_without_quotes_is_scored() -> None:
@@ -570,10 +588,10 @@ async def test_graded_presence_trait_at_minimum_without_quotes_is_scored() -> No
     assert (outcome.status, outcome.score) == ("scored", 1)
 
 
-async def test_graded_presence_trait_above_minimum_without_quotes_is_ungrounded() -> None:
+async def test_graded_presence_trait_above_minimum_without_quotes_is_a_contradiction() -> None:
     result = await run_pipeline([CLARITY], "ok", graded_absence_judge(4), config=dj_config())
     assert result.rubric is not None
-    assert result.rubric.trait_status["clarity"].status == "auto_failed"
+    assert result.rubric.trait_status["clarity"].unscored_category == "contradiction"
 
 
 async def test_literal_label_under_deep_judgment_matches_case_insensitively() -> None:

@@ -13,7 +13,7 @@ from fakes import make_config, run_rubric, simulated_judge
 from verify.benchmark.traits import LLMTrait
 from verify.config.models import ModelConfig
 from verify.judging import prompts
-from verify.judging.deep_judgment import is_absence_criterion
+from verify.judging.consistency import is_absence_criterion
 from verify.llm.adapters.langchain import LangChainModel
 from verify.llm.ports import Message, Purpose
 from verify.llm.simulated import brain

@@ -9,17 +9,23 @@ A trait's quotes and verdict are keyed by its name under ``traits``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
 from verify.benchmark.traits import LLMTrait
 from verify.judging.prompts import TraitExcerptsOutput, context_block, render_trait
+from verify.judging.verdicts import match_names
 
 __all__ = [
-    "BatchExcerptsOutput", "BatchVerdictsOutput", "TraitEvidence", "batch_excerpt_prompt", "batch_verdict_prompt",
+    "BatchExcerptsOutput", "BatchVerdictsOutput", "TraitEvidence", "TraitKey", "batch_excerpt_prompt",
+    "batch_verdict_prompt", "excerpts_reply", "trait_keys", "verdicts_reply",
 ]
+
+
+_PLACES = 3  # how deep a misplaced trait is looked for
 
 
 class _Reply(BaseModel):
@@ -28,39 +34,91 @@ class _Reply(BaseModel):
 
     traits: dict[str, Any] = Field(default_factory=dict)
 
-    def entries(self) -> dict[str, Any]:
-        """Each trait's entry by the name the judge gave it (under ``traits``, else at the top level)."""
-        return self.traits or dict(self.model_extra or {})
+    def locate(self, names: list[str]) -> dict[str, tuple[Any, str]]:
+        """Each asked trait's entry and where it was found: ``"traits"`` when in place, else the path
+        of the object that held it (a trait nested one level too high or too low is still used)."""
+        found: dict[str, tuple[Any, str]] = {}
+        level: list[tuple[str, dict[str, Any]]] = [("traits", self.traits), ("the top level", dict(self.model_extra or {}))]
+        for _ in range(_PLACES):
+            for path, mapping in level:
+                for name, value in match_names(mapping, [n for n in names if n not in found]).items():
+                    found[name] = (value, path)
+            entries = {id(value) for value, _path in found.values()}
+            level = [(key if path == "the top level" else f"{path}.{key}", value)
+                     for path, mapping in level for key, value in mapping.items()
+                     if isinstance(value, dict) and id(value) not in entries]
+        return found
 
 
 class BatchExcerptsOutput(_Reply):
     """Verbatim quotes of the response per trait (or that nothing in it bears on the trait)."""
 
     # Each trait's entry is read on its own (a list of quotes is accepted too): one bad entry must not
-    # discard the other traits' quotes.
+    # discard the other traits' quotes. The schema sent names every trait (see excerpts_reply).
     traits: Annotated[dict[str, Any], WithJsonSchema({
         "type": "object", "additionalProperties": TraitExcerptsOutput.model_json_schema(),
     })] = Field(default_factory=dict)
 
 
-_VERDICT_ITEM = {
-    "type": "object",
-    "properties": {
-        "reasoning": {"type": "string", "description": "step-by-step reasoning citing the trait's evidence [E1].."},
-        "verdict": {"description": "true/false, an integer score in range, or one class name"},
-        "risks": {"type": "array", "items": {"type": "object", "properties": {
-            "excerpt_id": {"type": "string"}, "risk": {"enum": ["none", "low", "medium", "high"]},
-            "justification": {"type": "string"}}}},
-    },
-}
-
-
 class BatchVerdictsOutput(_Reply):
     """Reasoning, verdict and (with search results) hallucination risks per trait."""
 
-    traits: Annotated[dict[str, Any], WithJsonSchema({
-        "type": "object", "additionalProperties": _VERDICT_ITEM,
-    })] = Field(default_factory=dict)
+    traits: dict[str, Any] = Field(default_factory=dict)
+
+
+TraitKey = tuple[str, str, int | None, int | None, tuple[str, ...]]
+"""What a trait's part of a batch schema depends on: name, kind, score range, class names."""
+
+
+def trait_keys(traits: list[LLMTrait]) -> tuple[TraitKey, ...]:
+    return tuple((t.name, t.kind, t.min_score, t.max_score, tuple(t.class_names)) for t in traits)
+
+
+def _verdict_type(key: TraitKey) -> dict[str, Any]:
+    _name, kind, lo, hi, classes = key
+    if kind == "boolean":
+        return {"type": "boolean"}
+    if kind == "literal":
+        return {"type": "string", "enum": list(classes)}
+    bounds = {k: v for k, v in (("minimum", lo), ("maximum", hi)) if v is not None}
+    return {"type": "integer", **bounds}
+
+
+def _per_trait(keys: tuple[TraitKey, ...], item: Any) -> dict[str, Any]:
+    names = [k[0] for k in keys]
+    return {"type": "object", "properties": {k[0]: item(k) for k in keys}, "required": names,
+            "additionalProperties": False}
+
+
+@functools.lru_cache(maxsize=256)
+def excerpts_reply(keys: tuple[TraitKey, ...]) -> type[BatchExcerptsOutput]:
+    """The excerpt reply model for these traits: its schema names each trait (confidence an enum)."""
+    return create_model("BatchExcerptsOutput", __base__=BatchExcerptsOutput,
+                        traits=_typed(_per_trait(keys, lambda _k: _EXCERPTS)))
+
+
+@functools.lru_cache(maxsize=256)
+def verdicts_reply(keys: tuple[TraitKey, ...], searched: bool) -> type[BatchVerdictsOutput]:
+    """The verdict reply model for these traits: each verdict typed by its trait's kind (boolean,
+    integer in range, one class name), so a judge following the schema gives readable values."""
+    def item(key: TraitKey) -> dict[str, Any]:
+        props: dict[str, Any] = {"reasoning": {"type": "string"}, "verdict": _verdict_type(key)}
+        if searched:
+            props["risks"] = _RISKS
+        return {"type": "object", "properties": props, "required": ["reasoning", "verdict"]}
+
+    return create_model("BatchVerdictsOutput", __base__=BatchVerdictsOutput, traits=_typed(_per_trait(keys, item)))
+
+
+def _typed(schema: dict[str, Any]) -> Any:
+    # validation stays lenient (each entry is read on its own); only the schema sent is typed
+    return (Annotated[dict[str, Any], WithJsonSchema(schema)], Field(default_factory=dict))
+
+
+_EXCERPTS = TraitExcerptsOutput.model_json_schema()
+_RISKS = {"type": "array", "items": {"type": "object", "properties": {
+    "excerpt_id": {"type": "string"}, "risk": {"type": "string", "enum": ["none", "low", "medium", "high"]},
+    "justification": {"type": "string"}}, "required": ["excerpt_id", "risk"]}}
 
 
 def _limits(traits: list[LLMTrait], limits: dict[str, int]) -> str:
@@ -79,9 +137,10 @@ def batch_excerpt_prompt(question: str, response: str, traits: list[LLMTrait], l
         "For each trait, quote the passages of the response that bear on it. Copy each quote EXACTLY, "
         "character for character; do not paraphrase, join or shorten inside a quote.\n"
         f"{context_block(question, response)}\n<traits>\n{rendered}\n</traits>\n{_limits(traits, limits)}{retry}\n"
-        'Return JSON: {"traits": {"<trait name>": {"excerpts": [{"text": "...", "confidence": "high|medium|low"}], '
-        '"nothing_relevant": false}}} with every trait name. If no passage bears on a trait, give it no '
-        'excerpts and "nothing_relevant": true.'
+        'Return JSON: {"traits": {<trait name>: {"excerpts": [{"text": <a passage copied from the response>, '
+        '"confidence": <one of high, medium, low>}], "nothing_relevant": <true or false>}}}, every trait by its '
+        'name, directly under "traits". If no passage bears on a trait, give it no excerpts and '
+        '"nothing_relevant": true.'
     )
 
 
@@ -127,12 +186,12 @@ def batch_verdict_prompt(question: str, response: str, items: list[TraitEvidence
         "(none = clearly supported; high = contradicted or unsupported)."
         if searched else ""
     )
-    risk_shape = ', "risks": [{"excerpt_id": "E1", "risk": "none|low|medium|high"}]' if searched else ""
+    risk_shape = ', "risks": [{"excerpt_id": <E1, E2, ...>, "risk": <one of none, low, medium, high>}]' if searched else ""
     return (
         "For each trait, explain step by step how well the response meets it, basing the reasoning on that "
         "trait's own numbered evidence and citing it as [E1], [E2]; then give the verdict: "
         f"{_verdict_shapes([item.trait for item in items])}.{risks}\n"
         f"{context_block(question, response)}\n<traits>\n{blocks}\n</traits>\n"
-        f'Return JSON: {{"traits": {{"<trait name>": {{"reasoning": "...", "verdict": ...{risk_shape}}}}}}} '
-        "with every trait name."
+        f'Return JSON: {{"traits": {{<trait name>: {{"reasoning": <your reasoning>, "verdict": <the verdict>{risk_shape}}}}}}}, '
+        'every trait by its name, directly under "traits".'
     )

@@ -28,16 +28,19 @@ from verify.benchmark.traits import LLMTrait
 from verify.config.deep_judgment import TraitDJSettings
 from verify.errors import ModelError
 from verify.judging.batched_prompts import (
-    BatchExcerptsOutput,
-    BatchVerdictsOutput,
     TraitEvidence,
     batch_excerpt_prompt,
     batch_verdict_prompt,
+    excerpts_reply,
+    trait_keys,
+    verdicts_reply,
 )
-from verify.judging.deep_judgment import RISK_ORDER, TraitContext, TraitJudgment, ungrounded_verdict
+from verify.judging.consistency import not_reasoning, ungrounded_verdict
+from verify.judging.deep_fallback import fall_back
+from verify.judging.deep_judgment import RISK_ORDER, TraitContext, TraitJudgment
 from verify.judging.excerpts import validate_excerpts
 from verify.judging.quotes import read_quotes
-from verify.judging.verdicts import check_label, check_score, match_names
+from verify.judging.verdicts import Conflicting, check_label, check_score
 from verify.llm.ports import Message, Purpose, SearchHit
 from verify.llm.resilience import redact
 from verify.llm.structured import ask_structured
@@ -48,6 +51,7 @@ from verify.results.models import (
     TraitDeepMetadata,
     TraitOutcome,
 )
+from verify.results.reasons import CONTRADICTION, NO_VALID_QUOTE
 
 if TYPE_CHECKING:
     from verify.config.prompts import PromptTask
@@ -85,6 +89,10 @@ def _entry(value: Any) -> tuple[Any, bool]:
 
 
 def _read_entry(name: str, value: Any, s: TraitDJSettings, st: _Quotes, response: str, raw: str) -> None:
+    if isinstance(value, Conflicting):  # two different entries for one trait: neither is taken
+        st.error, st.raw_reply = f"the trait's entry is {value.problem}", raw
+        st.problem = f"- {name}: {value.problem}"
+        return
     quotes, nothing_relevant = _entry(value)
     items, placeholders = read_quotes(quotes, s.max_excerpts)
     if not items:
@@ -126,12 +134,12 @@ async def _quote(traits: list[LLMTrait], settings: dict[str, TraitDJSettings], c
         prompt = batch_excerpt_prompt(ctx.question, ctx.response, pending, limits, feedback)
         try:
             reply = await ask_structured(
-                ctx.judge, ctx.instructions.messages("dj_rubric_excerpt_extraction", prompt), BatchExcerptsOutput,
-                purpose=Purpose.DJ_BATCH_EXCERPTS, max_parse_retries=0,
+                ctx.judge, ctx.instructions.messages("dj_rubric_excerpt_extraction", prompt),
+                excerpts_reply(trait_keys(pending)), purpose=Purpose.DJ_BATCH_EXCERPTS, max_parse_retries=0,
             )
         except ModelError as exc:
             return state, (exc, [t.name for t in pending])
-        entries = match_names(reply.value.entries(), [t.name for t in pending]) if reply.value is not None else {}
+        entries = reply.value.locate([t.name for t in pending]) if reply.value is not None else {}
         for t in pending:
             st = state[t.name]
             st.attempts, calls[t.name] = attempt, calls[t.name] + reply.calls
@@ -144,7 +152,11 @@ async def _quote(traits: list[LLMTrait], settings: dict[str, TraitDJSettings], c
                 st.error, st.raw_reply = "the trait is missing from the judge's reply", reply.raw_text
                 st.problem = f"- {t.name}: missing from your reply; give its quotes or set nothing_relevant"
                 continue
-            _read_entry(t.name, entries[t.name], settings[t.name], st, ctx.response, reply.raw_text)
+            value, where = entries[t.name]
+            _read_entry(t.name, value, settings[t.name], st, ctx.response, reply.raw_text)
+            if where != "traits" and st.problem:
+                st.problem += f' (it was found under {where}: put it directly under "traits")'
+
         pending = [t for t in pending
                    if not state[t.name].settled and attempt <= settings[t.name].excerpt_retry_attempts]
         if pending:
@@ -168,7 +180,7 @@ def _settle_quotes(result: TraitJudgment, st: _Quotes) -> bool:
         return False
     if not st.settled:
         meta.excerpt_validation_failed, meta.evidence = True, "failed"
-        result.status, result.reason = "auto_failed", st.error or "no excerpt could be validated against the answer"
+        result.status, result.reason = "auto_failed", NO_VALID_QUOTE
         return False
     meta.had_excerpts, meta.evidence = bool(st.valid), "excerpts" if st.valid else "absence"
     result.excerpts = st.valid
@@ -216,25 +228,64 @@ def _risks(item: dict[str, Any], excerpts: list[Excerpt], found: list[str | None
 
 
 def _read_verdict(trait: LLMTrait, item: Any) -> TraitOutcome:
+    if isinstance(item, Conflicting):
+        return TraitOutcome(status="unscored", reason=item.problem, unscored_category="invalid_reply")
     if not isinstance(item, dict) or "verdict" not in item:
         return TraitOutcome(status="unscored", reason='no "verdict" given', unscored_category="invalid_reply")
-    return (check_label if trait.kind == "literal" else check_score)(trait, item["verdict"])
+    outcome = (check_label if trait.kind == "literal" else check_score)(trait, item["verdict"])
+    why = not_reasoning(str(item.get("reasoning") or ""), trait) if outcome.status == "scored" else None
+    if why is not None:  # a verdict without reasoning behind it is asked again, like a bad verdict
+        return TraitOutcome(status="unscored", reason=f'"reasoning" is not reasoning: {why}',
+                            unscored_category="invalid_reply")
+    return outcome
 
 
-def _conclude(result: TraitJudgment, trait: LLMTrait, item: dict[str, Any], outcome: TraitOutcome) -> None:
+@dataclass
+class _Round:
+    """One verdict reply's reading: the feedback lines for the traits asked again."""
+
+    problems: list[str] = field(default_factory=list)
+    contradicted: set[str] = field(default_factory=set)  # sent back once with their evidence already
+    again: set[str] = field(default_factory=set)  # contradictions sent back by this reply's feedback
+
+
+def _conclude(result: TraitJudgment, trait: LLMTrait, item: dict[str, Any], outcome: TraitOutcome,
+              rounds: _Round, last: bool) -> None:
+    """Record a readable verdict; one that contradicts the judge's finding of nothing relevant is sent
+    back once (a feedback line), then left unscored as a contradiction."""
     meta = result.metadata
     reasoning = item.get("reasoning")
     result.reasoning = reasoning if isinstance(reasoning, str) else ""
-    meta.stages_completed += ["reasoning_generation", "score_extraction"]
+    for stage in ("reasoning_generation", "score_extraction"):
+        if stage not in meta.stages_completed:
+            meta.stages_completed.append(stage)
     assert outcome.score is not None
+    problem = ungrounded_verdict(trait, outcome.score) if meta.evidence == "absence" else None
+    if problem is not None:
+        result.reason, result.unscored_category = f"{CONTRADICTION}: {problem}", "contradiction"
+        if trait.name not in rounds.contradicted and not last:
+            rounds.contradicted.add(trait.name)
+            rounds.again.add(trait.name)
+            rounds.problems.append(f"- {trait.name}: your verdict contradicts your own evidence: {problem}. Its "
+                                   "evidence: no passage of the response bears on this trait. Give a verdict "
+                                   "that agrees with it.")
+        return
     result.label_read_as = outcome.label_read_as
-    if meta.evidence == "absence":
-        problem = ungrounded_verdict(trait, outcome.score)
-        if problem:
-            meta.excerpt_validation_failed = True
-            result.status, result.reason = "auto_failed", problem
-            return
     result.status, result.score, result.label = "scored", outcome.score, outcome.label
+    result.reason = result.unscored_category = None
+
+
+def _read_item(name: str, trait: LLMTrait, located: tuple[Any, str] | None, result: TraitJudgment,
+               found: dict[str, list[str | None]]) -> tuple[TraitOutcome, str]:
+    """The outcome of one trait's verdict entry and, for the feedback, where the entry was found."""
+    if located is None:
+        return TraitOutcome(status="unscored", reason="trait missing from the judge's reply",
+                            unscored_category="invalid_reply"), ""
+    item, where = located
+    outcome = _read_verdict(trait, item)
+    if name in found and isinstance(item, dict) and not (result.hallucination and result.hallucination.assessed):
+        result.hallucination = _risks(item, result.excerpts, found[name])
+    return outcome, "" if where == "traits" else f' (found under {where}: put it directly under "traits")'
 
 
 async def _verdicts(items: list[TraitEvidence], found: dict[str, list[str | None]], ctx: TraitContext,
@@ -250,8 +301,10 @@ async def _verdicts(items: list[TraitEvidence], found: dict[str, list[str | None
     system = "\n\n".join([ctx.instructions.system("dj_rubric_reasoning"), *(e for e in extras if e and e.strip())])
     conversation = [Message("system", system), Message("user", batch_verdict_prompt(ctx.question, ctx.response, items))]
     pending = list(by_name)
+    rounds = _Round()
     for attempt in range(1, VERDICT_ATTEMPTS + 1):
-        reply = await ask_structured(ctx.judge, conversation, BatchVerdictsOutput, purpose=Purpose.DJ_BATCH_SCORE)
+        schema = verdicts_reply(trait_keys([by_name[n] for n in pending]), bool(found))
+        reply = await ask_structured(ctx.judge, conversation, schema, purpose=Purpose.DJ_BATCH_SCORE)
         for name in pending:
             calls[name] += reply.calls
         if reply.value is None:
@@ -260,32 +313,31 @@ async def _verdicts(items: list[TraitEvidence], found: dict[str, list[str | None
                 result.reason = f"score reply unparseable after {reply.attempts} attempt(s): {reply.error}"
                 result.raw_reply, result.unscored_category = reply.raw_text, "unparseable"
             return
-        entries = match_names(reply.value.entries(), pending)
-        problems: list[str] = []
+        located = reply.value.locate(pending)
+        rounds.problems, rounds.again = [], set()
         for name in pending:
             trait, result = by_name[name], results[name]
-            item = entries.get(name)
-            outcome = _read_verdict(trait, item) if item is not None else TraitOutcome(
-                status="unscored", reason="trait missing from the judge's reply", unscored_category="invalid_reply")
-            if name in found and isinstance(item, dict) and not (result.hallucination and result.hallucination.assessed):
-                result.hallucination = _risks(item, result.excerpts, found[name])
+            outcome, where = _read_item(name, trait, located.get(name), result, found)
             if outcome.status == "unscored":
                 result.reason, result.raw_reply = f"score reply unusable: {outcome.reason}", reply.raw_text
                 result.unscored_category = "invalid_reply"
-                problems.append(f"- {name}: {outcome.reason}")
+                rounds.problems.append(f"- {name}: {outcome.reason}{where}")
                 continue
-            assert isinstance(item, dict)
-            if result.hallucination is not None and result.hallucination.assessed:
-                result.metadata.stages_completed.append("hallucination_assessment")
-            _conclude(result, trait, item, outcome)
-        pending = [n for n in pending if results[n].status == "unscored"]
+            stages = result.metadata.stages_completed
+            if result.hallucination is not None and result.hallucination.assessed and "hallucination_assessment" not in stages:
+                stages.append("hallucination_assessment")
+            item = located[name][0]
+            _conclude(result, trait, item, outcome, rounds, attempt == VERDICT_ATTEMPTS)
+            result.raw_reply = reply.raw_text if result.status == "unscored" else None
+        pending = [n for n in pending if results[n].status == "unscored"
+                   and (results[n].unscored_category != "contradiction" or n in rounds.again)]
         if not pending or attempt == VERDICT_ATTEMPTS:
             return
         said = reply.raw_text if reply.raw_text.strip() else "(empty reply)"
         conversation += [Message("assistant", said), Message("user", (
-            "Some traits of your reply could not be used:\n" + "\n".join(problems) +
+            "Some traits of your reply could not be used:\n" + "\n".join(rounds.problems) +
             f"\nReply again (attempt {attempt + 1} of {VERDICT_ATTEMPTS}) for these traits only, with their exact "
-            'names: {"traits": {"<trait name>": {"reasoning": "...", "verdict": ...}}}.'))]
+            'names, directly under "traits", each with its reasoning and its verdict.'))]
 
 
 def _failed(results: dict[str, TraitJudgment], names: list[str], exc: ModelError, calls: dict[str, int]) -> None:
@@ -328,6 +380,7 @@ async def judge_traits(traits: list[LLMTrait], settings: dict[str, TraitDJSettin
             await _verdicts(items, found, ctx, results, calls)
         except ModelError as exc:
             _failed(results, [t.name for t in going if results[t.name].status == "unscored"], exc, calls)
+    await fall_back(traits, settings, ctx, results, calls)
     for name, result in results.items():
         result.metadata.model_calls = calls[name]
         if name in found and result.hallucination is None:

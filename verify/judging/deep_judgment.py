@@ -9,14 +9,15 @@ the README):
 * the judge may instead say nothing in the answer bears on the trait (``nothing_relevant``). That
   is evidence of absence. The verdict must then be consistent with it: an absence criterion
   ("does not recommend X") may pass, a presence criterion may only be judged not met. A verdict
-  that claims something is present without quoting it is auto-failed as ungrounded.
+  that contradicts it is sent back once with the evidence; if it still does, the trait is
+  ``unscored`` (``contradiction``): the judge contradicted itself, the answer did nothing wrong;
+* a reasoning reply that is not reasoning (empty, or the prompt's data echoed) is asked again once;
 * judge outages and unparseable replies leave the trait ``unscored`` (never a failing score).
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,11 +25,18 @@ from verify.benchmark.traits import LLMTrait
 from verify.config.deep_judgment import TraitDJSettings
 from verify.errors import ModelError
 from verify.judging import prompts
+from verify.judging.consistency import (
+    NO_EVIDENCE,
+    contradiction_feedback,
+    not_reasoning,
+    reasoning_feedback,
+    ungrounded_verdict,
+)
 from verify.judging.excerpts import validate_excerpts
 from verify.judging.prompts import JudgeInstructions
 from verify.judging.quotes import read_quotes
 from verify.judging.verdicts import read_verdict, verdict_check, verdict_schema
-from verify.llm.ports import ChatModel, Purpose, Search
+from verify.llm.ports import ChatModel, Message, Purpose, Search
 from verify.llm.resilience import redact
 from verify.llm.structured import ask_structured, ask_text
 from verify.results.models import (
@@ -40,35 +48,12 @@ from verify.results.models import (
     TraitStatus,
     UnscoredCategory,
 )
+from verify.results.reasons import CONTRADICTION, NO_VALID_QUOTE
 
 if TYPE_CHECKING:
     from verify.config.prompts import PromptTask
 
 RISK_ORDER = {"none": 0, "low": 1, "medium": 2, "high": 3}
-_ABSENCE = re.compile(
-    r"\b(does not|doesn't|do not|don't|did not|never|avoids?|avoiding|without|free of|absence of|"
-    r"refrains? from|no mention|not (?:mention|include|contain|recommend|use|suggest|claim))\b",
-    re.IGNORECASE,
-)
-
-
-def criterion_text(name: str, description: str | None) -> str:
-    """The text a criterion is read from: the trait's name (underscores as spaces), then its description."""
-    return f"{name.replace('_', ' ')} {description or ''}"
-
-
-def absence_cue(text: str) -> re.Match[str] | None:
-    """The phrase that makes ``text`` an absence criterion ("does not", "never", "avoids", ...), or None.
-
-    The one definition of an absence criterion: the evidence policy below and the simulated judge
-    (``verify.llm.simulated.brain``) both use it.
-    """
-    return _ABSENCE.search(text)
-
-
-def is_absence_criterion(trait: LLMTrait) -> bool:
-    """True when the trait asks for something to be absent ("does not recommend X")."""
-    return absence_cue(criterion_text(trait.name, trait.description)) is not None
 
 
 @dataclass(frozen=True)
@@ -238,20 +223,45 @@ async def check_with_search(
     return HallucinationAssessment(overall_risk=overall, per_excerpt_risks=risks, assessed=bool(risks), note=note)
 
 
-def ungrounded_verdict(trait: LLMTrait, score: Score) -> str | None:
-    """A verdict reached without any quote must agree with the absence of evidence."""
-    absence = is_absence_criterion(trait)
-    if trait.kind == "boolean":
-        if absence and score is False:
-            return "verdict says the criterion is violated, but no passage was quoted to show it"
-        if not absence and score is True:
-            return "verdict says the criterion is met, but no passage was quoted to support it"
-        return None
-    if absence:
-        return None
-    if trait.kind == "score" and score == trait.min_score:
-        return None  # the lowest score says the criterion is not met at all: consistent with no evidence
-    return "a graded verdict above the minimum needs quoted evidence, and the judge found no relevant passage"
+async def _reason(trait: LLMTrait, ctx: TraitContext, evidence_text: str | None) -> tuple[str, str | None]:
+    """The reasoning step: its conversation, and why its reply is not reasoning (after one retry), or None."""
+    prompt = prompts.reasoning_prompt(ctx.question, ctx.response, trait, evidence_text)
+    messages = ctx.instructions.messages("dj_rubric_reasoning", prompt)
+    reasoning = await ask_text(ctx.judge, messages, purpose=Purpose.DJ_REASONING, trait=trait.name)
+    why = not_reasoning(reasoning.text, trait)
+    if why is not None:  # an empty reply or the prompt's own data echoed: asked again once
+        said = reasoning.text if reasoning.text.strip() else "(empty reply)"
+        retry = [*messages, Message("assistant", said), Message("user", reasoning_feedback(why))]
+        reasoning = await ask_text(ctx.judge, retry, purpose=Purpose.DJ_REASONING, trait=trait.name)
+        why = not_reasoning(reasoning.text, trait)
+    return reasoning.text, why if why is None else f"{why} (asked twice)"
+
+
+async def _verdict(trait: LLMTrait, ctx: TraitContext, reasoning: str, result: TraitJudgment) -> None:
+    """The score step; a verdict that contradicts the judge's finding of nothing relevant is sent back once."""
+    meta = result.metadata
+    messages = ctx.instructions.messages("dj_rubric_score_extraction", prompts.score_prompt(trait, reasoning))
+    for attempt in (1, 2):
+        verdict = await ask_structured(
+            ctx.judge, messages, verdict_schema(trait),
+            purpose=Purpose.DJ_SCORE, trait=trait.name, check=verdict_check(trait),
+        )
+        if verdict.value is None:
+            result.reason, result.raw_reply = f"score reply unparseable: {verdict.error}", verdict.raw_text
+            return
+        if attempt == 1:
+            meta.stages_completed.append("score_extraction")
+        outcome = read_verdict(trait, verdict.value)
+        assert outcome.score is not None  # the check let only readable verdicts through
+        problem = ungrounded_verdict(trait, outcome.score) if meta.evidence == "absence" else None
+        if problem is None:
+            result.label_read_as = outcome.label_read_as
+            result.status, result.score, result.label = "scored", outcome.score, outcome.label
+            return
+        messages = [*messages, Message("assistant", verdict.raw_text or "(empty reply)"),
+                    Message("user", contradiction_feedback(problem))]
+    result.reason, result.raw_reply = f"{CONTRADICTION}: {problem}", verdict.raw_text
+    result.unscored_category = "contradiction"
 
 
 async def judge_trait(trait: LLMTrait, settings: TraitDJSettings, ctx: TraitContext) -> TraitJudgment:
@@ -271,8 +281,7 @@ async def judge_trait(trait: LLMTrait, settings: TraitDJSettings, ctx: TraitCont
                 return result
             if not evidence.valid and not evidence.absence:
                 meta.excerpt_validation_failed, meta.evidence = True, "failed"
-                result.status = "auto_failed"
-                result.reason = evidence.error or "no excerpt could be validated against the answer"
+                result.status, result.reason = "auto_failed", NO_VALID_QUOTE
                 return result
             meta.had_excerpts = bool(evidence.valid)
             meta.evidence = "excerpts" if evidence.valid else "absence"
@@ -284,34 +293,15 @@ async def judge_trait(trait: LLMTrait, settings: TraitDJSettings, ctx: TraitCont
             evidence_text = "\n".join(
                 f"[E{i}] {e.text}" + (f" (hallucination risk: {e.hallucination_risk})" if e.hallucination_risk else "")
                 for i, e in enumerate(evidence.valid, 1)
-            ) or "No passage of the response bears on this trait."
-        prompt = prompts.reasoning_prompt(ctx.question, ctx.response, trait, evidence_text)
-        reasoning = await ask_text(
-            ctx.judge, ctx.instructions.messages("dj_rubric_reasoning", prompt),
-            purpose=Purpose.DJ_REASONING, trait=trait.name,
-        )
-        result.reasoning = reasoning.text
-        meta.stages_completed.append("reasoning_generation")
-        prompt = prompts.score_prompt(trait, reasoning.text)
-        verdict = await ask_structured(
-            ctx.judge, ctx.instructions.messages("dj_rubric_score_extraction", prompt), verdict_schema(trait),
-            purpose=Purpose.DJ_SCORE, trait=trait.name, check=verdict_check(trait),
-        )
-        if verdict.value is None:
-            result.reason, result.raw_reply = f"score reply unparseable: {verdict.error}", verdict.raw_text
+            ) or NO_EVIDENCE
+        reasoning, why = await _reason(trait, ctx, evidence_text)
+        result.reasoning = reasoning
+        if why is not None:
+            result.reason, result.raw_reply = f"reasoning reply unusable: {why}", reasoning
+            result.unscored_category = "invalid_reply"
             return result
-        meta.stages_completed.append("score_extraction")
-        outcome = read_verdict(trait, verdict.value)
-        assert outcome.score is not None  # the check let only readable verdicts through
-        score, label = outcome.score, outcome.label
-        result.label_read_as = outcome.label_read_as
-        if meta.evidence == "absence":
-            problem = ungrounded_verdict(trait, score)
-            if problem:
-                meta.excerpt_validation_failed = True
-                result.status, result.reason = "auto_failed", problem
-                return result
-        result.status, result.score, result.label = "scored", score, label
+        meta.stages_completed.append("reasoning_generation")
+        await _verdict(trait, ctx, reasoning, result)
         return result
     except ModelError as exc:
         meta.error = redact(str(exc))

@@ -17,6 +17,7 @@ import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field, create_model
@@ -27,8 +28,10 @@ from verify.llm.structured import Check
 from verify.results.models import Score, TraitOutcome
 
 __all__ = [
+    "Conflicting",
     "check_label",
     "check_score",
+    "distinct",
     "match_label",
     "match_names",
     "read_verdict",
@@ -37,12 +40,38 @@ __all__ = [
 ]
 
 _SEPARATORS = re.compile(r"[\s_\-:]+")
+_TRUE = frozenset({"true", "1", "yes", "met", "pass", "passed", "satisfied"})
+_FALSE = frozenset({"false", "0", "no", "not met", "fail", "failed", "not satisfied"})
+_INTEGER = re.compile(r"\s*(-?\d+)\s*(?:(?:/|out of)\s*(\d+))?\s*\.?\s*", re.IGNORECASE)
 _EDGE_PUNCTUATION = " \t\n\"'`*.,;:!()[]"
 
 
 def _key(text: str) -> str:
     """A label or name as compared leniently: case, runs of spaces/underscores/hyphens and edge punctuation ignored."""
     return _SEPARATORS.sub(" ", text.strip(_EDGE_PUNCTUATION)).strip().casefold()
+
+
+@dataclass(frozen=True)
+class Conflicting:
+    """A reply that gives one trait two different values (``formal``, then ``casual``): neither is
+    taken. The trait is an invalid reply, asked again with the values named; identical repeats are
+    one value, not a conflict."""
+
+    values: tuple[Any, ...]
+
+    @property
+    def problem(self) -> str:
+        return ("given more than once with different values (" + ", then ".join(repr(v) for v in self.values)
+                + "); give exactly one")
+
+
+def distinct(values: Iterable[Any]) -> Any:
+    """The one value ``values`` repeat, or :class:`Conflicting` when they differ."""
+    found: list[Any] = []
+    for value in values:
+        if value not in found:
+            found.append(value)
+    return found[0] if len(found) == 1 else Conflicting(tuple(found))
 
 
 def match_label(trait: LLMTrait, label: str) -> tuple[str, bool] | None:
@@ -67,6 +96,8 @@ def match_label(trait: LLMTrait, label: str) -> tuple[str, bool] | None:
 
 def check_label(trait: LLMTrait, label: Any) -> TraitOutcome:
     """One raw label as an outcome: scored with the class index, or unscored as an invalid reply."""
+    if isinstance(label, Conflicting):
+        return TraitOutcome(status="unscored", reason=label.problem, unscored_category="invalid_reply")
     matched = match_label(trait, label) if isinstance(label, str) else None
     if matched is None:
         return TraitOutcome(status="unscored", reason=f"label {label!r} is not one of {trait.class_names}",
@@ -81,14 +112,18 @@ def check_score(trait: LLMTrait, value: Any) -> TraitOutcome:
     def invalid(reason: str) -> TraitOutcome:
         return TraitOutcome(status="unscored", reason=reason, unscored_category="invalid_reply")
 
+    if isinstance(value, Conflicting):
+        return invalid(value.problem)
     if trait.kind == "boolean":
         if isinstance(value, bool):
             return TraitOutcome(status="scored", score=value)
-        if isinstance(value, int | str) and str(value).strip().lower() in {"true", "false", "1", "0", "yes", "no"}:
-            return TraitOutcome(status="scored", score=str(value).strip().lower() in {"true", "1", "yes"})
+        word = _key(str(value)) if isinstance(value, int | str) else ""
+        if word in _TRUE or word in _FALSE:  # "True", "yes", "met": a string where a boolean is meant
+            return TraitOutcome(status="scored", score=word in _TRUE)
         return invalid(f"expected true/false, got {value!r}")
-    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
-        value = int(value)
+    if isinstance(value, str) and (found := _INTEGER.fullmatch(value)) and (
+            found.group(2) is None or (hi := trait.max_score) is not None and int(found.group(2)) == hi):
+        value = int(found.group(1))  # "4", "4/5", "4 out of 5" (out of the trait's own maximum)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or int(value) != value:
         return invalid(f"expected an integer score, got {value!r}")
     lo, hi = trait.min_score, trait.max_score
@@ -100,20 +135,21 @@ def check_score(trait: LLMTrait, value: Any) -> TraitOutcome:
 def match_names(values: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
     """Each asked trait name mapped to the value the reply gave it, also under a leniently equal name.
 
-    Names the reply invented are left out; a lenient key that two reply names share is ambiguous
-    and matches neither.
+    Names the reply invented are left out; two reply names that are leniently the same name give
+    that trait twice: one value when they agree, else :class:`Conflicting`.
     """
     by_key: dict[str, list[str]] = {}
     for said in values:
         by_key.setdefault(_key(said), []).append(said)
     found: dict[str, Any] = {}
-    for name in names:
-        if name in values:
+    asked = list(names)
+    for name in asked:
+        # another asked trait's own name is that trait's entry, never a second entry of this one
+        candidates = [c for c in by_key.get(_key(name), []) if c == name or c not in asked]
+        if name in values and len(candidates) <= 1:
             found[name] = values[name]
-            continue
-        candidates = by_key.get(_key(name), [])
-        if len(candidates) == 1:
-            found[name] = values[candidates[0]]
+        elif candidates:
+            found[name] = distinct(values[c] for c in candidates)
     return found
 
 

@@ -127,9 +127,27 @@ def _balanced_objects(text: str) -> tuple[list[str], bool]:
     return found, depth > 0
 
 
+class _Conflict(ValueError):
+    """One object gives a key twice with different values: which one the judge meant is unknown."""
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out and out[key] != value:  # an identical repeat says nothing new and is accepted
+            raise _Conflict(f"the key {key!r} is given twice with different values "
+                            f"({json.dumps(out[key])[:80]}, then {json.dumps(value)[:80]}); give each key once")
+        out[key] = value
+    return out
+
+
 def _loads(candidate: str, *, repair: bool) -> Any:
+    """The JSON value of ``candidate`` (repaired when asked), None when there is none; raises
+    :class:`_Conflict` for a key given twice with different values (never settled by repair)."""
     try:
-        return json.loads(candidate)
+        return json.loads(candidate, object_pairs_hook=_once)
+    except _Conflict:
+        raise
     except (json.JSONDecodeError, ValueError):
         if not repair:
             return None
@@ -148,10 +166,21 @@ def _dicts(value: Any) -> Iterator[dict[str, Any]]:
                 yield item
 
 
-def _candidates(text: str) -> tuple[list[dict[str, Any]], bool]:
-    """Every JSON object we can find in ``text``, best guesses first; and a truncation flag."""
+def _candidates(text: str) -> tuple[list[dict[str, Any]], bool, str | None]:
+    """Every JSON object we can find in ``text``, best guesses first; a truncation flag; and the first
+    conflict (a key given twice with different values) that kept an object out."""
     results: list[dict[str, Any]] = []
     seen: set[str] = set()
+    conflicts: dict[str, str] = {}  # candidate text -> its conflict: never repaired into one reading
+
+    def load(candidate: str, repair: bool) -> Any:
+        if candidate in conflicts:
+            return None
+        try:
+            return _loads(candidate, repair=repair)
+        except _Conflict as exc:
+            conflicts[candidate] = str(exc)
+            return None
 
     def add(value: Any) -> None:
         for item in _dicts(value):
@@ -161,22 +190,22 @@ def _candidates(text: str) -> tuple[list[dict[str, Any]], bool]:
                 results.append(item)
 
     stripped = text.strip()
-    add(_loads(stripped, repair=False))
+    add(load(stripped, False))
     blocks = [body for _lang, body in _FENCE.findall(text)]
     for body in blocks:
-        add(_loads(body.strip(), repair=False))
+        add(load(body.strip(), False))
     objects, unclosed = _balanced_objects(text)
     for obj in objects:
-        add(_loads(obj, repair=False))
+        add(load(obj, False))
     if not results:
         for body in blocks:
             inner, body_unclosed = _balanced_objects(body)
             if body_unclosed and not inner:
                 continue
-            add(_loads(body.strip(), repair=True))
+            add(load(body.strip(), True))
         for obj in objects:
-            add(_loads(obj, repair=True))
-    return results, unclosed and not objects
+            add(load(obj, True))
+    return results, unclosed and not objects, next(iter(conflicts.values()), None)
 
 
 def _unwrap(candidate: dict[str, Any], schema: type[BaseModel]) -> Iterator[dict[str, Any]]:
@@ -217,8 +246,10 @@ def parse_json_reply(text: str, schema: type[T], check: Check | None = None) -> 
     body = strip_thinking(text)
     if not body:
         raise ValueError("the reply is empty")
-    candidates, truncated = _candidates(body)
+    candidates, truncated, conflict = _candidates(body)
     if not candidates:
+        if conflict is not None:
+            raise ValueError(conflict)
         if truncated:
             raise ValueError("the reply looks truncated: a JSON object was opened but never closed")
         raise ValueError("no JSON object found in the reply")

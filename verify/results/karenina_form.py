@@ -43,7 +43,8 @@ _CAVEATS = frozenset({"partial_content", "embedding_override", "retries_used", "
 #: verify's metadata keys karenina's metadata would refuse.
 _OWN_METADATA = ("task_key", "stages", "verdict", "coverage", "errors")
 #: why an evaluation was not judged -> the karenina failure category closest to it
-_GAP_CATEGORY = {"unparseable": "parsing", "invalid_reply": "parsing", "code": "unexpected_error"}
+_GAP_CATEGORY = {"unparseable": "parsing", "invalid_reply": "parsing", "contradiction": "parsing",
+                 "code": "unexpected_error"}
 
 # karenina's keys that verify does not fill, with karenina's defaults: an export has every key a
 # karenina export has, so code reading the JSON directly finds them. Keys verify fills win.

@@ -35,12 +35,14 @@ Verdict = Literal["passed", "failed", "incomplete"]
 """``incomplete``: some evaluation the task needed was not judged (an unusable reply, an outage, a
 template that did not compile), so neither pass nor fail is known."""
 
-UnscoredCategory = Literal["unparseable", "invalid_reply", "code", "untrusted", "no_answer", "nothing_to_evaluate"]
+UnscoredCategory = Literal[
+    "unparseable", "invalid_reply", "code", "untrusted", "no_answer", "nothing_to_evaluate", "contradiction"]
 """Why an evaluation was not judged when no model call failed for good (those carry the model
 error's category: ``timeout``, ``rate_limit``, ...). ``unparseable``: no reply held usable JSON;
 ``invalid_reply``: JSON, but wrong (a label not offered, a score out of range, the schema echoed);
 ``code``: a regex or callable trait (or the template's code) could not run; ``untrusted``: a pickled
-callable trait was skipped because the run does not trust the checkpoint (``status`` "skipped")."""
+callable trait was skipped because the run does not trust the checkpoint (``status`` "skipped");
+``contradiction``: the judge's verdict kept contradicting its own evidence (:mod:`verify.results.reasons`)."""
 
 
 class _Model(BaseModel):

@@ -13,6 +13,7 @@ from verify.benchmark.traits import CallableTrait, LLMTrait, MetricTrait, RegexT
 from verify.config.deep_judgment import resolve_trait
 from verify.errors import ConfigError
 from verify.judging.deterministic import is_pickled
+from verify.results.reasons import NO_VALID_QUOTE
 from verify.results.verdict_plan import verdict_plan
 from verify.run.pipeline import FINALIZE, plan
 from verify.stages.transcripts import plan_note
@@ -165,7 +166,7 @@ def render_summary(outcome: RunOutcome) -> None:
     if s.dj_traits:
         console.print(
             f"deep judgment: {s.dj_traits} trait evaluations, {s.dj_excerpts} excerpts validated, "
-            f"{s.dj_rejected} rejected, {s.dj_retries} retries, {s.dj_without_evidence} without valid evidence, "
+            f"{s.dj_rejected} rejected, {s.dj_retries} retries, {s.dj_without_evidence} traits with {NO_VALID_QUOTE}, "
             f"{s.dj_high_risk} with medium/high hallucination risk"
         )
     if s.failure_categories:

@@ -4,7 +4,9 @@ DeepJudgmentAutoFail (template deep judgment, ``deep_judgment_mode='full'``): te
 left without a valid excerpt fail the task (category ``deep_judgment``). The list is computed from
 the final extraction attempt's state (karenina accumulates it over retries).
 
-DeepJudgmentRubricAutoFail: fail the task when a deep-judgment trait has no valid evidence.
+DeepJudgmentRubricAutoFail: fail the task when a deep-judgment trait's quotes were never found in
+the answer (:data:`verify.results.reasons.NO_VALID_QUOTE`, the trait's reason too). A verdict that
+contradicts the judge's own evidence is not such a trait: it is unscored (``contradiction``).
 
 Included whenever rubric evaluation is (karenina only includes it when template deep judgment is
 also on, so rubric-only deep judgment there never auto-fails). Skipped when abstention was
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
+
+from verify.results.reasons import NO_VALID_QUOTE
 
 if TYPE_CHECKING:
     from verify.config.verification import VerificationConfig
@@ -68,7 +72,7 @@ class DeepJudgmentRubricAutoFail:
             meta = dj.trait_metadata.get(name)
             retries = meta.excerpt_retry_count if meta else 0
             details.append(f"{name} ({retries} retries)")
-        reason = "traits without valid excerpts: " + ", ".join(details)
+        reason = f"{NO_VALID_QUOTE}: " + ", ".join(details)
         log.warning("task %s auto-failed: %s", state.task.key, reason)
         state.warnings.append(reason)
         state.fail("deep_judgment_rubric", self.name, reason, "autofail")

@@ -27,6 +27,7 @@ from verify.judging.template_trait import TemplateTraitResult, judge_template_tr
 from verify.judging.verdicts import (
     check_label,
     check_score,
+    distinct,
     match_names,
     read_verdict,
     verdict_check,
@@ -42,6 +43,7 @@ from verify.results.models import (
     TraitOutcome,
     TraitValue,
 )
+from verify.results.reasons import CONTRADICTION
 from verify.sandbox.calls import run_callable
 from verify.sandbox.pool import WorkerLost
 from verify.stages import rubric_judges
@@ -126,7 +128,8 @@ def _labels(value: Any) -> dict[str, Any]:
     found = value.classifications
     if isinstance(found, dict):
         return dict(found)
-    return {c.trait_name: c.class_name for c in found}
+    names = dict.fromkeys(c.trait_name for c in found)  # a trait classified twice differently is a Conflicting
+    return {n: distinct(c.class_name for c in found if c.trait_name == n) for n in names}
 
 
 async def batch_scores(judge: ChatModel, question: str, answer: str, traits: list[LLMTrait], reference: str | None,
@@ -317,6 +320,9 @@ class RubricEvaluation:
         state.rubric = section
         if dj_traits:
             state.deep_judgment_rubric = deep_section(deps, judgments, std_traits, status)
+        for j in judgments:
+            if j.unscored_category == "contradiction":  # the judge's failure, said in the same words everywhere
+                state.warnings.append(f"trait {j.name} unscored: {CONTRADICTION}")
         # Traits lost to an outage make the task an execution error, so --resume runs it again.
         failed = {n: o.error_category for n, o in status.items() if o.error_category}
         if failed:

@@ -8,7 +8,7 @@ prompt does not change what the judge does. It answers sensibly (the template st
 in ``verify.llm.simulated.template_brain``): it quotes real sentences of the response as excerpts,
 scores by word overlap between the trait description and the response, and returns valid JSON.
 Absence criteria ("does not recommend X") are recognised by the judging code's own rule
-(:func:`verify.judging.deep_judgment.absence_cue`). It is a stand-in for tests and the offline
+(:func:`verify.judging.consistency.absence_cue`). It is a stand-in for tests and the offline
 demo, not a judge of quality.
 
 Faults (decided by hashing, so they are reproducible): ``malformed_json`` breaks a share of JSON
@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from verify.judging.deep_judgment import absence_cue
+from verify.judging.consistency import absence_cue
 from verify.llm.ports import Message, Purpose
 from verify.llm.simulated import batch_brain as bb
 from verify.llm.simulated import judge_brain as jb

@@ -23,7 +23,7 @@ from verify.llm.simulated.text import fabricate, overlap, tag, words
 
 __all__ = ["grader", "schema_judge"]
 
-_SEGMENT = re.compile(r"^\[(E\d+)\] (.*)$", re.M)
+_SEGMENT = re.compile(r"^(?:<([A-Za-z_][\w.-]*)>)?\[(E\d+)\] (.*)$", re.M)
 _TAG_ASKED = re.compile(r"<([A-Za-z_][\w.-]*)>\s*\.\.\.\s*</\1>")
 
 
@@ -79,9 +79,23 @@ class _Filler:
         return "simulated judgment: the run " + ("meets" if self.ok else "does not meet") + " the rubric"
 
 
+def _segments(prompt: str) -> list[tuple[str, str]]:
+    """The numbered run's ``(label, text)`` lines. A template that puts ``{agent_run}`` and its tags on
+    one line (``<agent_run>{agent_run}</agent_run>``) opens the tag before ``[E1]`` and closes it after
+    the last segment: that markup is the prompt's, never the answer's, so it is never quoted."""
+    found = _SEGMENT.findall(prompt)
+    opened = next((tag for tag, _label, _text in found if tag), None)
+    segments = [(label, text) for _tag, label, text in found]
+    if opened and segments:
+        label, text = segments[-1]
+        closing = f"</{opened}>"
+        segments[-1] = (label, text[: -len(closing)] if text.endswith(closing) else text)
+    return segments
+
+
 def schema_judge(prompt: str, schema: dict[str, Any], fabricates: Callable[[str], bool]) -> str | dict[str, Any]:
     """The judge's output: a dict (constrained decoding, ``schema`` given) or text with the tagged JSON."""
-    segments = _SEGMENT.findall(prompt)
+    segments = _segments(prompt)
     run = " ".join(text for _, text in segments)
     rubric = tag(prompt, "rubric") or prompt
     ok = overlap(rubric, run) >= 0.2 or len(words(run)) >= 12

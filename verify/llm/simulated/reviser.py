@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from verify.judging.deep_judgment import absence_cue
+from verify.judging.consistency import absence_cue
 from verify.llm.ports import Message
 from verify.llm.simulated.text import sentences, tag
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from verify.judging.deep_judgment import criterion_text
+from verify.judging.consistency import criterion_text
 
 STOP = set(
     "the a an and or of to in on for with is are was were be been by as at that this it its from "
