@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from dataclasses import dataclass
 
 from rapidfuzz.distance import OSA, Indel
 
@@ -23,13 +24,17 @@ from verify.judging.excerpts.folding import fold_plain
 from verify.judging.excerpts.normalise import ORDERED_MARKER
 
 __all__ = [
+    "Edges",
+    "cut_words",
     "describe_words",
+    "list_number_problem",
     "name_problem",
     "negation_problem",
     "number_problem",
     "numbers",
     "short",
     "snap_to_tokens",
+    "typo_limit",
     "unsupported_problem",
     "word_problem",
 ]
@@ -94,6 +99,23 @@ def _list_numbers(text: str) -> Counter[str]:
     return Counter(m.group().lstrip(" \t>").rstrip(".)") for m in _LIST_NUMBER_RE.finditer(fold_plain(text)))
 
 
+def list_number_problem(quoted: str, text: str, start: int, end: int) -> str | None:
+    """Whether the list numbers of a quote are those of the list at ``text[start:end]``.
+
+    Normalisation drops list numbers at line starts on both sides, so they are compared here. The
+    text is read from the start of the span's first line: a quote that opens with ``1.`` is matched
+    from the first item's words, after the marker.
+    """
+    line_start = text.rfind("\n", 0, start) + 1
+    quoted_numbers, original = _list_numbers(quoted), _list_numbers(text[line_start:end])
+    added = quoted_numbers - original
+    if not added:
+        return None
+    removed = ", ".join(sorted((_list_numbers(text[start:end]) - quoted_numbers).elements()))
+    listed = ", ".join(sorted(added.elements()))
+    return f"list number changed: {removed} -> {listed}" if removed else f"list number inserted: {listed}"
+
+
 def number_problem(excerpt: str, span: str) -> str | None:
     """Whether the excerpt has the same numbers as the span of the text (``None``) or which differ.
 
@@ -150,26 +172,117 @@ def _one_word_wider(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _is_sentence_initial(text: str, pos: int, at_start: bool) -> bool:
-    """Whether the token at ``text[pos]`` starts a sentence or line (``at_start`` if it opens ``text``)."""
+def typo_limit(word: str) -> int:
+    """How many edits a quoted word may differ from the text's word and still count as a typo of it."""
+    return 1 if len(word) <= 4 else 2
+
+
+def _is_typo(word: str, other: str) -> bool:
+    limit = typo_limit(word)
+    return OSA.distance(word, other, score_cutoff=limit) <= limit
+
+
+@dataclass(frozen=True)
+class Edges:
+    """A span after deciding how the words it cuts at its edges are quoted (``problem`` if wrongly)."""
+
+    start: int
+    end: int
+    problem: str | None = None
+
+
+def _word_around(text: str, pos: int) -> tuple[int, int]:
+    """The alphanumeric run of ``text`` that contains ``text[pos]``."""
+    start = end = pos
+    while start > 0 and text[start - 1].isalnum():
+        start -= 1
+    while end < len(text) and text[end].isalnum():
+        end += 1
+    return start, end
+
+
+def cut_words(needle: str, haystack: str, start: int, end: int, lo: int, hi: int) -> Edges:
+    """Check the words that the span ``haystack[start:end]`` cuts in half at either edge.
+
+    A quote may start inside a word of the text (``"foo handles"`` from ``"libfoo handles"``) or end
+    inside one, and a quoted word may have a typo, but not both on the same word: a first word that
+    is neither the end of the text's word nor a typo of all of it (``"foox"`` for ``"libfoo"``) is
+    another word, although a fragment plus a typo allowance would accept it. When the quoted word is
+    a typo of the whole word, the span is widened to that word, so that the guards compare it whole.
+    """
+    words: list[str] | None = None
+    if lo < start < len(haystack) and haystack[start - 1].isalnum() and haystack[start].isalnum():
+        words = _WORD_RE.findall(needle)
+        w_start, w_end = _word_around(haystack, start)
+        whole = haystack[w_start:w_end]
+        if words and not whole.endswith(words[0]):
+            if not _is_typo(words[0], whole):
+                return Edges(start, end, f"changed words: {short(whole)} -> {short(words[0])}")
+            start = max(lo, w_start)
+    if 0 < end < min(hi, len(haystack)) and haystack[end - 1].isalnum() and haystack[end].isalnum():
+        words = _WORD_RE.findall(needle) if words is None else words
+        w_start, w_end = _word_around(haystack, end - 1)
+        whole = haystack[w_start:w_end]
+        if words and not whole.startswith(words[-1]):
+            if not _is_typo(words[-1], whole):
+                return Edges(start, end, f"changed words: {short(whole)} -> {short(words[-1])}")
+            end = min(hi, w_end)
+    return Edges(start, end)
+
+
+def _after_list_marker(text: str, i: int) -> bool:
+    """Whether ``text[i]`` is the ``)`` of a list marker such as ``a)``, ``2)`` or ``iv)``."""
+    if text[i] != ")":
+        return False
+    j = i - 1
+    while j >= 0 and text[j].isalnum():
+        j -= 1
+    return 1 <= i - 1 - j <= 3 and (j < 0 or text[j].isspace())
+
+
+def _is_positional(text: str, pos: int, at_start: bool) -> bool:
+    """Whether the token at ``text[pos]`` is capitalised because of where it stands.
+
+    That is at the start of ``text`` (when ``at_start``), of a line, a sentence, a clause after a
+    colon or semicolon, or a list item (``1.``, ``a)``), or after a dash between words. A hyphen
+    inside a word does not count: in ``non-Hodgkin`` the capital marks a name.
+    """
     i = pos - 1
-    saw_newline = False
+    after_break = False
     while i >= 0 and text[i] in _SKIP_BEFORE_TOKEN:
-        saw_newline = saw_newline or text[i] == "\n"
+        char = text[i]
+        if char == "\n" or char == "\u2014" or (char in "-\u2013" and (i == 0 or text[i - 1].isspace())):
+            after_break = True
         i -= 1
     if i < 0:
-        return at_start or saw_newline
-    return saw_newline or text[i] in ".!?:;"
+        return at_start or after_break
+    return after_break or text[i] in ".!?:;" or _after_list_marker(text, i)
+
+
+def _is_ordinary_shape(source: str, start: int, end: int) -> bool:
+    """Whether ``source[start:end]`` is written like an ordinary word that happens to be capitalised.
+
+    Acronyms (``ATP``), CamelCase (``McDonald``) and words joined to digits (``Covid19``) are names
+    wherever they stand.
+    """
+    rest = source[start + 1 : end]
+    if rest and not rest.islower():
+        return False
+    return not (start > 0 and source[start - 1].isdigit()) and not (
+        end < len(source) and source[end].isdigit()
+    )
 
 
 def name_problem(excerpt: str, text: str, g_start: int, g_end: int) -> str | None:
     """Compare capitalised words of the excerpt and of the guard span ``text[g_start:g_end]``.
 
-    A capitalised word must occur (case-insensitively, as often) on the other side. Sentence-initial
-    words are only exempt when a word on the other side is one edit away (``"Teh"`` for ``"The"``).
+    A capitalised word must occur (case-insensitively, as often) on the other side, unless it is not
+    a name: a word capitalised only because of where it stands (see :func:`_is_positional`), written
+    like an ordinary word, is exempt when a word on the other side is a typo away (``"Teh"`` for
+    ``"The"``, ``"Througput"`` for ``"Throughput"``); :func:`word_problem` then judges it like any word.
     Both sides are compared in NFKC form (``ＡＴＰ`` is ``ATP``, ``CO₂`` is ``CO2``).
     """
-    span_at_sentence_start = _is_sentence_initial(text, g_start, True)
+    span_at_sentence_start = _is_positional(text, g_start, True)
     span = text[g_start:g_end]
     excerpt = excerpt if excerpt.isascii() else unicodedata.normalize("NFKC", excerpt)
     span = span if span.isascii() else unicodedata.normalize("NFKC", span)
@@ -187,10 +300,12 @@ def name_problem(excerpt: str, text: str, g_start: int, g_end: int) -> str | Non
             needed[folded] += 1
             if needed[folded] <= other[folded]:
                 continue
-            if _is_sentence_initial(source, m.start(), at_start) and any(
-                OSA.distance(folded, candidate, score_cutoff=1) <= 1 for candidate in other
+            if (
+                _is_positional(source, m.start(), at_start)
+                and _is_ordinary_shape(source, m.start(), m.end())
+                and any(_is_typo(folded, candidate) for candidate in other)
             ):
-                continue  # a typo in an ordinary capitalised sentence opener ("Teh" for "The")
+                continue  # not a name, and a typo of a word on the other side ("Teh" for "The")
             missing.append(word)
         return missing
 
@@ -202,7 +317,7 @@ def name_problem(excerpt: str, text: str, g_start: int, g_end: int) -> str | Non
         w_start, w_end = _one_word_wider(text, g_start, g_end)
         wide = text[w_start:w_end]
         wide = wide if wide.isascii() else unicodedata.normalize("NFKC", wide)
-        removed = unmatched(wide, _is_sentence_initial(text, w_start, True), excerpt_words)
+        removed = unmatched(wide, _is_positional(text, w_start, True), excerpt_words)
     if added and removed:
         return f"name changed: {_listed(removed)} -> {_listed(added)}"
     if added:
@@ -287,8 +402,7 @@ def word_problem(needle: str, window: str) -> str | None:
     def unexplained(only: Counter[str], other_only: Counter[str]) -> list[str]:
         missing = []
         for word in (+only).elements():
-            limit = 1 if len(word) <= 4 else 2
-            if not any(OSA.distance(word, other, score_cutoff=limit) <= limit for other in +other_only):
+            if not any(_is_typo(word, other) for other in +other_only):
                 missing.append(word)
         return missing
 
