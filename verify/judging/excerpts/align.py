@@ -21,13 +21,13 @@ from verify.judging.excerpts.anchors import KEY_CHARS
 from verify.judging.excerpts.guards import (
     cut_words,
     describe_words,
-    name_problem,
     negation_problem,
     number_problem,
     snap_to_tokens,
     unsupported_problem,
     word_problem,
 )
+from verify.judging.excerpts.names import name_problem
 from verify.judging.excerpts.normalise import Normalized
 
 __all__ = ["Candidate", "fuzzy"]

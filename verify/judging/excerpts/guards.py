@@ -2,7 +2,7 @@
 
 A fuzzy alignment can score high although the quote altered what the text says. These checks
 compare an excerpt with its aligned span: numbers, negations and capitalised names must be
-identical, every other differing word must be explained by a small typo, and no contiguous segment
+identical (names: :mod:`.names`), every other differing word must be explained by a small typo, and no contiguous segment
 may be unsupported by the span (which rejects quotes spliced together from distant passages).
 
 Each guard returns ``None`` or a short reason naming the difference, for example
@@ -14,7 +14,6 @@ again, so they describe the text side first (``text -> quote``).
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 
@@ -27,8 +26,9 @@ __all__ = [
     "Edges",
     "cut_words",
     "describe_words",
+    "is_typo",
     "list_number_problem",
-    "name_problem",
+    "listed",
     "negation_problem",
     "number_problem",
     "numbers",
@@ -48,14 +48,12 @@ _THOUSANDS_RE = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 # After the same line-start markup normalisation drops: "* 2. item" is a bullet and a list number.
 _LIST_NUMBER_RE = re.compile(rf"(?m)^(?:[ \t>]|#{{1,6}}(?=[ \t])|[-*+](?=[ \t]))*{ORDERED_MARKER}")
 _LINK_TARGET_RE = re.compile(r"\]\([^)\s]*\)")  # the URL of a Markdown link is not part of the text
-_LETTERS_RE = re.compile(r"[^\W\d_]+")
 _WORD_RE = re.compile(r"[^\W_]+")
 _NEGATION_RE = re.compile(
     r"(?<![^\W_])(?:no|not|never|none|nothing|nobody|nowhere|neither|nor|without|cannot"
     r"|[^\W\d_]+n't|(?:ca|do|does|did|is|are|was|were|wo|would|could|should|has|have|had|ai"
     r"|must|need)nt)(?![^\W_])",
 )
-_SKIP_BEFORE_TOKEN = frozenset(" \t\r\n\f\v\u00a0*_`#>\"'([{-\u2018\u201c\u00ab\u2014\u2013")
 
 
 def short(text: str, limit: int = _SHOWN_CHARS) -> str:
@@ -74,7 +72,8 @@ def _take(pool: Counter[str], words: list[str]) -> list[str]:
     return taken
 
 
-def _listed(words: list[str]) -> str:
+def listed(words: list[str]) -> str:
+    """The words, each in double quotes, separated by commas."""
     return ", ".join(short(word) for word in words)
 
 
@@ -145,8 +144,8 @@ def negation_problem(excerpt: str, span: str) -> str | None:
         return None
     removed, added = sorted((original - quoted).elements()), sorted((quoted - original).elements())
     if removed and added:
-        return f"negation changed: {_listed(removed)} -> {_listed(added)}"
-    return f"negation removed: {_listed(removed)}" if removed else f"negation added: {_listed(added)}"
+        return f"negation changed: {listed(removed)} -> {listed(added)}"
+    return f"negation removed: {listed(removed)}" if removed else f"negation added: {listed(added)}"
 
 
 def snap_to_tokens(text: str, start: int, end: int) -> tuple[int, int]:
@@ -158,26 +157,13 @@ def snap_to_tokens(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _one_word_wider(text: str, start: int, end: int) -> tuple[int, int]:
-    """Widen ``[start, end)`` to whole tokens, then by one more word on each side."""
-    start, end = snap_to_tokens(text, start, end)
-    while start > 0 and not text[start - 1].isalnum():
-        start -= 1
-    while start > 0 and text[start - 1].isalnum():
-        start -= 1
-    while end < len(text) and not text[end].isalnum():
-        end += 1
-    while end < len(text) and text[end].isalnum():
-        end += 1
-    return start, end
-
-
 def typo_limit(word: str) -> int:
     """How many edits a quoted word may differ from the text's word and still count as a typo of it."""
     return 1 if len(word) <= 4 else 2
 
 
-def _is_typo(word: str, other: str) -> bool:
+def is_typo(word: str, other: str) -> bool:
+    """Whether ``word`` is within :func:`typo_limit` edits of ``other``."""
     limit = typo_limit(word)
     return OSA.distance(word, other, score_cutoff=limit) <= limit
 
@@ -216,7 +202,7 @@ def cut_words(needle: str, haystack: str, start: int, end: int, lo: int, hi: int
         w_start, w_end = _word_around(haystack, start)
         whole = haystack[w_start:w_end]
         if words and not whole.endswith(words[0]):
-            if not _is_typo(words[0], whole):
+            if not is_typo(words[0], whole):
                 return Edges(start, end, f"changed words: {short(whole)} -> {short(words[0])}")
             start = max(lo, w_start)
     if 0 < end < min(hi, len(haystack)) and haystack[end - 1].isalnum() and haystack[end].isalnum():
@@ -224,105 +210,10 @@ def cut_words(needle: str, haystack: str, start: int, end: int, lo: int, hi: int
         w_start, w_end = _word_around(haystack, end - 1)
         whole = haystack[w_start:w_end]
         if words and not whole.startswith(words[-1]):
-            if not _is_typo(words[-1], whole):
+            if not is_typo(words[-1], whole):
                 return Edges(start, end, f"changed words: {short(whole)} -> {short(words[-1])}")
             end = min(hi, w_end)
     return Edges(start, end)
-
-
-def _after_list_marker(text: str, i: int) -> bool:
-    """Whether ``text[i]`` is the ``)`` of a list marker such as ``a)``, ``2)`` or ``iv)``."""
-    if text[i] != ")":
-        return False
-    j = i - 1
-    while j >= 0 and text[j].isalnum():
-        j -= 1
-    return 1 <= i - 1 - j <= 3 and (j < 0 or text[j].isspace())
-
-
-def _is_positional(text: str, pos: int, at_start: bool) -> bool:
-    """Whether the token at ``text[pos]`` is capitalised because of where it stands.
-
-    That is at the start of ``text`` (when ``at_start``), of a line, a sentence, a clause after a
-    colon or semicolon, or a list item (``1.``, ``a)``), or after a dash between words. A hyphen
-    inside a word does not count: in ``non-Hodgkin`` the capital marks a name.
-    """
-    i = pos - 1
-    after_break = False
-    while i >= 0 and text[i] in _SKIP_BEFORE_TOKEN:
-        char = text[i]
-        if char == "\n" or char == "\u2014" or (char in "-\u2013" and (i == 0 or text[i - 1].isspace())):
-            after_break = True
-        i -= 1
-    if i < 0:
-        return at_start or after_break
-    return after_break or text[i] in ".!?:;" or _after_list_marker(text, i)
-
-
-def _is_ordinary_shape(source: str, start: int, end: int) -> bool:
-    """Whether ``source[start:end]`` is written like an ordinary word that happens to be capitalised.
-
-    Acronyms (``ATP``), CamelCase (``McDonald``) and words joined to digits (``Covid19``) are names
-    wherever they stand.
-    """
-    rest = source[start + 1 : end]
-    if rest and not rest.islower():
-        return False
-    return not (start > 0 and source[start - 1].isdigit()) and not (
-        end < len(source) and source[end].isdigit()
-    )
-
-
-def name_problem(excerpt: str, text: str, g_start: int, g_end: int) -> str | None:
-    """Compare capitalised words of the excerpt and of the guard span ``text[g_start:g_end]``.
-
-    A capitalised word must occur (case-insensitively, as often) on the other side, unless it is not
-    a name: a word capitalised only because of where it stands (see :func:`_is_positional`), written
-    like an ordinary word, is exempt when a word on the other side is a typo away (``"Teh"`` for
-    ``"The"``, ``"Througput"`` for ``"Throughput"``); :func:`word_problem` then judges it like any word.
-    Both sides are compared in NFKC form (``ＡＴＰ`` is ``ATP``, ``CO₂`` is ``CO2``).
-    """
-    span_at_sentence_start = _is_positional(text, g_start, True)
-    span = text[g_start:g_end]
-    excerpt = excerpt if excerpt.isascii() else unicodedata.normalize("NFKC", excerpt)
-    span = span if span.isascii() else unicodedata.normalize("NFKC", span)
-    span_words = Counter(_LETTERS_RE.findall(span.casefold()))
-    excerpt_words = Counter(_LETTERS_RE.findall(excerpt.casefold()))
-
-    def unmatched(source: str, at_start: bool, other: Counter[str]) -> list[str]:
-        needed: Counter[str] = Counter()
-        missing: list[str] = []
-        for m in _LETTERS_RE.finditer(source):
-            word = m.group()
-            if not word[0].isupper():
-                continue
-            folded = word.casefold()
-            needed[folded] += 1
-            if needed[folded] <= other[folded]:
-                continue
-            if (
-                _is_positional(source, m.start(), at_start)
-                and _is_ordinary_shape(source, m.start(), m.end())
-                and any(_is_typo(folded, candidate) for candidate in other)
-            ):
-                continue  # not a name, and a typo of a word on the other side ("Teh" for "The")
-            missing.append(word)
-        return missing
-
-    added = unmatched(excerpt, True, span_words)
-    removed = unmatched(span, span_at_sentence_start, excerpt_words)
-    if added and not removed:
-        # Only for naming the difference: the span may stop short of the replaced word ("Pierre"
-        # aligned on "ie" of "Marie", or "in Lyon" on "in" before "Paris"), so look one word further.
-        w_start, w_end = _one_word_wider(text, g_start, g_end)
-        wide = text[w_start:w_end]
-        wide = wide if wide.isascii() else unicodedata.normalize("NFKC", wide)
-        removed = unmatched(wide, _is_positional(text, w_start, True), excerpt_words)
-    if added and removed:
-        return f"name changed: {_listed(removed)} -> {_listed(added)}"
-    if added:
-        return f"inserted words: {_listed(added)}"
-    return f"missing words: {_listed(removed)}" if removed else None
 
 
 def describe_words(
@@ -402,7 +293,7 @@ def word_problem(needle: str, window: str) -> str | None:
     def unexplained(only: Counter[str], other_only: Counter[str]) -> list[str]:
         missing = []
         for word in (+only).elements():
-            if not any(_is_typo(word, other) for other in +other_only):
+            if not any(is_typo(word, other) for other in +other_only):
                 missing.append(word)
         return missing
 
@@ -411,7 +302,7 @@ def word_problem(needle: str, window: str) -> str | None:
     if len(added) + len(removed) <= 1 and all(len(word) <= 3 for word in added + removed):
         return None
     found = describe_words(needle, window, Counter(added), Counter(removed))
-    return found or f"words changed: {_listed(removed)} -> {_listed(added)}"
+    return found or f"words changed: {listed(removed)} -> {listed(added)}"
 
 
 def unsupported_problem(needle: str, window: str, max_gap: int) -> str | None:
