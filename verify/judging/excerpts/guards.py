@@ -1,9 +1,9 @@
 """Guards that reject near-matches of an excerpt which change its meaning, and say what changed.
 
 A fuzzy alignment can score high although the quote altered what the text says. These checks
-compare an excerpt with its aligned span: numbers, negations and capitalised names must be
-identical (names: :mod:`.names`), every other differing word must be explained by a small typo, and no contiguous segment
-may be unsupported by the span (which rejects quotes spliced together from distant passages).
+compare an excerpt with its aligned span: numbers, negations and capitalised names (:mod:`.names`)
+must be identical, every other differing word must be explained by a small typo, and no contiguous
+segment may be unsupported by the span (which rejects quotes spliced together from distant passages).
 
 Each guard returns ``None`` or a short reason naming the difference, for example
 ``number changed: 2 -> 3``, ``negation removed: "not"``, ``inserted words: "very"`` or
@@ -111,8 +111,8 @@ def list_number_problem(quoted: str, text: str, start: int, end: int) -> str | N
     if not added:
         return None
     removed = ", ".join(sorted((_list_numbers(text[start:end]) - quoted_numbers).elements()))
-    listed = ", ".join(sorted(added.elements()))
-    return f"list number changed: {removed} -> {listed}" if removed else f"list number inserted: {listed}"
+    inserted = ", ".join(sorted(added.elements()))
+    return f"list number changed: {removed} -> {inserted}" if removed else f"list number inserted: {inserted}"
 
 
 def number_problem(excerpt: str, span: str) -> str | None:
