@@ -375,7 +375,7 @@ def test_quote_may_keep_the_number_of_a_list_item() -> None:
     wrong = match_excerpt(
         "flash chromatography on silica in Paris. 3. Temperatures fell to -40 \u00b0C", ANSWER
     )
-    assert not wrong.valid and wrong.reason == "number inserted: 3"
+    assert not wrong.valid and wrong.reason == "list number changed: 2 -> 3"
 
 
 def test_hard_wrapped_number_is_not_a_list_marker() -> None:

@@ -7,8 +7,9 @@ are all found in order and close together; each result is an :class:`ExcerptMatc
 the original text (one span per part for elided quotes) and, when rejected, a reason naming the
 difference. The work is split into :mod:`.folding` (Unicode compatibility folding and offset maps),
 :mod:`.normalise` (normalisation), :mod:`.anchors` (an index of a long text for locating quotes),
-:mod:`.guards` (checks that reject meaning-changing near-matches, and their reasons), :mod:`.align`
-(fuzzy alignment), :mod:`.elision` (elided quotes) and :mod:`.match` (the entry points).
+:mod:`.guards` (checks that reject meaning-changing near-matches, and their reasons), :mod:`.names`
+(the capitalised-word guard), :mod:`.align` (fuzzy alignment), :mod:`.elision` (elided quotes) and
+:mod:`.match` (the entry points).
 """
 
 from verify.judging.excerpts.match import ExcerptMatch, match_excerpt, validate_excerpts

@@ -19,14 +19,15 @@ from rapidfuzz.distance import Indel
 
 from verify.judging.excerpts.anchors import KEY_CHARS
 from verify.judging.excerpts.guards import (
+    cut_words,
     describe_words,
-    name_problem,
     negation_problem,
     number_problem,
     snap_to_tokens,
     unsupported_problem,
     word_problem,
 )
+from verify.judging.excerpts.names import name_problem
 from verify.judging.excerpts.normalise import Normalized
 
 __all__ = ["Candidate", "fuzzy"]
@@ -178,9 +179,11 @@ def _refine(needle: str, haystack: str, w_start: int, w_end: int, lo: int, hi: i
 
 
 def _judge(
-    needle: str, excerpt: str, prepared: Normalized, threshold: float, start: int, end: int
+    needle: str, excerpt: str, prepared: Normalized, threshold: float, start: int, end: int, lo: int, hi: int
 ) -> Candidate:
     """Score the normalised span ``[start, end)`` against ``needle`` and apply the guards."""
+    edges = cut_words(needle, prepared.norm, start, end, lo, hi)
+    start, end = edges.start, edges.end
     window = prepared.norm[start:end]
     similarity = fuzz.ratio(needle, window) / 100.0
 
@@ -205,6 +208,7 @@ def _judge(
         number_problem(excerpt, text[slice(*snap_to_tokens(text, o_start, o_end))])
         or negation_problem(excerpt, text[o_start:o_end])
         or name_problem(excerpt, text, o_start, o_end)
+        or edges.problem
         or word_problem(needle, window)
         or unsupported_problem(needle, window, _MAX_GAP)
     )
@@ -232,7 +236,7 @@ def fuzzy(
         if span[0] >= span[1] or span in seen:
             return None
         seen.add(span)
-        candidate = _judge(needle, excerpt, prepared, threshold, *span)
+        candidate = _judge(needle, excerpt, prepared, threshold, *span, lo, hi)
         if best is None or (candidate.reason is None, candidate.similarity) > (
             best.reason is None,
             best.similarity,

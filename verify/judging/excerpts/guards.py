@@ -1,9 +1,9 @@
 """Guards that reject near-matches of an excerpt which change its meaning, and say what changed.
 
 A fuzzy alignment can score high although the quote altered what the text says. These checks
-compare an excerpt with its aligned span: numbers, negations and capitalised names must be
-identical, every other differing word must be explained by a small typo, and no contiguous segment
-may be unsupported by the span (which rejects quotes spliced together from distant passages).
+compare an excerpt with its aligned span: numbers, negations and capitalised names (:mod:`.names`)
+must be identical, every other differing word must be explained by a small typo, and no contiguous
+segment may be unsupported by the span (which rejects quotes spliced together from distant passages).
 
 Each guard returns ``None`` or a short reason naming the difference, for example
 ``number changed: 2 -> 3``, ``negation removed: "not"``, ``inserted words: "very"`` or
@@ -14,8 +14,8 @@ again, so they describe the text side first (``text -> quote``).
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
+from dataclasses import dataclass
 
 from rapidfuzz.distance import OSA, Indel
 
@@ -23,13 +23,18 @@ from verify.judging.excerpts.folding import fold_plain
 from verify.judging.excerpts.normalise import ORDERED_MARKER
 
 __all__ = [
+    "Edges",
+    "cut_words",
     "describe_words",
-    "name_problem",
+    "is_typo",
+    "list_number_problem",
+    "listed",
     "negation_problem",
     "number_problem",
     "numbers",
     "short",
     "snap_to_tokens",
+    "typo_limit",
     "unsupported_problem",
     "word_problem",
 ]
@@ -43,14 +48,12 @@ _THOUSANDS_RE = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 # After the same line-start markup normalisation drops: "* 2. item" is a bullet and a list number.
 _LIST_NUMBER_RE = re.compile(rf"(?m)^(?:[ \t>]|#{{1,6}}(?=[ \t])|[-*+](?=[ \t]))*{ORDERED_MARKER}")
 _LINK_TARGET_RE = re.compile(r"\]\([^)\s]*\)")  # the URL of a Markdown link is not part of the text
-_LETTERS_RE = re.compile(r"[^\W\d_]+")
 _WORD_RE = re.compile(r"[^\W_]+")
 _NEGATION_RE = re.compile(
     r"(?<![^\W_])(?:no|not|never|none|nothing|nobody|nowhere|neither|nor|without|cannot"
     r"|[^\W\d_]+n't|(?:ca|do|does|did|is|are|was|were|wo|would|could|should|has|have|had|ai"
     r"|must|need)nt)(?![^\W_])",
 )
-_SKIP_BEFORE_TOKEN = frozenset(" \t\r\n\f\v\u00a0*_`#>\"'([{-\u2018\u201c\u00ab\u2014\u2013")
 
 
 def short(text: str, limit: int = _SHOWN_CHARS) -> str:
@@ -69,7 +72,8 @@ def _take(pool: Counter[str], words: list[str]) -> list[str]:
     return taken
 
 
-def _listed(words: list[str]) -> str:
+def listed(words: list[str]) -> str:
+    """The words, each in double quotes, separated by commas."""
     return ", ".join(short(word) for word in words)
 
 
@@ -92,6 +96,23 @@ def numbers(text: str) -> Counter[str]:
 def _list_numbers(text: str) -> Counter[str]:
     """The numbers of the ordered-list markers in ``text``."""
     return Counter(m.group().lstrip(" \t>").rstrip(".)") for m in _LIST_NUMBER_RE.finditer(fold_plain(text)))
+
+
+def list_number_problem(quoted: str, text: str, start: int, end: int) -> str | None:
+    """Whether the list numbers of a quote are those of the list at ``text[start:end]``.
+
+    Normalisation drops list numbers at line starts on both sides, so they are compared here. The
+    text is read from the start of the span's first line: a quote that opens with ``1.`` is matched
+    from the first item's words, after the marker.
+    """
+    line_start = text.rfind("\n", 0, start) + 1
+    quoted_numbers, original = _list_numbers(quoted), _list_numbers(text[line_start:end])
+    added = quoted_numbers - original
+    if not added:
+        return None
+    removed = ", ".join(sorted((_list_numbers(text[start:end]) - quoted_numbers).elements()))
+    inserted = ", ".join(sorted(added.elements()))
+    return f"list number changed: {removed} -> {inserted}" if removed else f"list number inserted: {inserted}"
 
 
 def number_problem(excerpt: str, span: str) -> str | None:
@@ -123,8 +144,8 @@ def negation_problem(excerpt: str, span: str) -> str | None:
         return None
     removed, added = sorted((original - quoted).elements()), sorted((quoted - original).elements())
     if removed and added:
-        return f"negation changed: {_listed(removed)} -> {_listed(added)}"
-    return f"negation removed: {_listed(removed)}" if removed else f"negation added: {_listed(added)}"
+        return f"negation changed: {listed(removed)} -> {listed(added)}"
+    return f"negation removed: {listed(removed)}" if removed else f"negation added: {listed(added)}"
 
 
 def snap_to_tokens(text: str, start: int, end: int) -> tuple[int, int]:
@@ -136,78 +157,63 @@ def snap_to_tokens(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _one_word_wider(text: str, start: int, end: int) -> tuple[int, int]:
-    """Widen ``[start, end)`` to whole tokens, then by one more word on each side."""
-    start, end = snap_to_tokens(text, start, end)
-    while start > 0 and not text[start - 1].isalnum():
-        start -= 1
+def typo_limit(word: str) -> int:
+    """How many edits a quoted word may differ from the text's word and still count as a typo of it."""
+    return 1 if len(word) <= 4 else 2
+
+
+def is_typo(word: str, other: str) -> bool:
+    """Whether ``word`` is within :func:`typo_limit` edits of ``other``."""
+    limit = typo_limit(word)
+    return OSA.distance(word, other, score_cutoff=limit) <= limit
+
+
+@dataclass(frozen=True)
+class Edges:
+    """A span after deciding how the words it cuts at its edges are quoted (``problem`` if wrongly)."""
+
+    start: int
+    end: int
+    problem: str | None = None
+
+
+def _word_around(text: str, pos: int) -> tuple[int, int]:
+    """The alphanumeric run of ``text`` that contains ``text[pos]``."""
+    start = end = pos
     while start > 0 and text[start - 1].isalnum():
         start -= 1
-    while end < len(text) and not text[end].isalnum():
-        end += 1
     while end < len(text) and text[end].isalnum():
         end += 1
     return start, end
 
 
-def _is_sentence_initial(text: str, pos: int, at_start: bool) -> bool:
-    """Whether the token at ``text[pos]`` starts a sentence or line (``at_start`` if it opens ``text``)."""
-    i = pos - 1
-    saw_newline = False
-    while i >= 0 and text[i] in _SKIP_BEFORE_TOKEN:
-        saw_newline = saw_newline or text[i] == "\n"
-        i -= 1
-    if i < 0:
-        return at_start or saw_newline
-    return saw_newline or text[i] in ".!?:;"
+def cut_words(needle: str, haystack: str, start: int, end: int, lo: int, hi: int) -> Edges:
+    """Check the words that the span ``haystack[start:end]`` cuts in half at either edge.
 
-
-def name_problem(excerpt: str, text: str, g_start: int, g_end: int) -> str | None:
-    """Compare capitalised words of the excerpt and of the guard span ``text[g_start:g_end]``.
-
-    A capitalised word must occur (case-insensitively, as often) on the other side. Sentence-initial
-    words are only exempt when a word on the other side is one edit away (``"Teh"`` for ``"The"``).
-    Both sides are compared in NFKC form (``ＡＴＰ`` is ``ATP``, ``CO₂`` is ``CO2``).
+    A quote may start inside a word of the text (``"foo handles"`` from ``"libfoo handles"``) or end
+    inside one, and a quoted word may have a typo, but not both on the same word: a first word that
+    is neither the end of the text's word nor a typo of all of it (``"foox"`` for ``"libfoo"``) is
+    another word, although a fragment plus a typo allowance would accept it. When the quoted word is
+    a typo of the whole word, the span is widened to that word, so that the guards compare it whole.
     """
-    span_at_sentence_start = _is_sentence_initial(text, g_start, True)
-    span = text[g_start:g_end]
-    excerpt = excerpt if excerpt.isascii() else unicodedata.normalize("NFKC", excerpt)
-    span = span if span.isascii() else unicodedata.normalize("NFKC", span)
-    span_words = Counter(_LETTERS_RE.findall(span.casefold()))
-    excerpt_words = Counter(_LETTERS_RE.findall(excerpt.casefold()))
-
-    def unmatched(source: str, at_start: bool, other: Counter[str]) -> list[str]:
-        needed: Counter[str] = Counter()
-        missing: list[str] = []
-        for m in _LETTERS_RE.finditer(source):
-            word = m.group()
-            if not word[0].isupper():
-                continue
-            folded = word.casefold()
-            needed[folded] += 1
-            if needed[folded] <= other[folded]:
-                continue
-            if _is_sentence_initial(source, m.start(), at_start) and any(
-                OSA.distance(folded, candidate, score_cutoff=1) <= 1 for candidate in other
-            ):
-                continue  # a typo in an ordinary capitalised sentence opener ("Teh" for "The")
-            missing.append(word)
-        return missing
-
-    added = unmatched(excerpt, True, span_words)
-    removed = unmatched(span, span_at_sentence_start, excerpt_words)
-    if added and not removed:
-        # Only for naming the difference: the span may stop short of the replaced word ("Pierre"
-        # aligned on "ie" of "Marie", or "in Lyon" on "in" before "Paris"), so look one word further.
-        w_start, w_end = _one_word_wider(text, g_start, g_end)
-        wide = text[w_start:w_end]
-        wide = wide if wide.isascii() else unicodedata.normalize("NFKC", wide)
-        removed = unmatched(wide, _is_sentence_initial(text, w_start, True), excerpt_words)
-    if added and removed:
-        return f"name changed: {_listed(removed)} -> {_listed(added)}"
-    if added:
-        return f"inserted words: {_listed(added)}"
-    return f"missing words: {_listed(removed)}" if removed else None
+    words: list[str] | None = None
+    if lo < start < len(haystack) and haystack[start - 1].isalnum() and haystack[start].isalnum():
+        words = _WORD_RE.findall(needle)
+        w_start, w_end = _word_around(haystack, start)
+        whole = haystack[w_start:w_end]
+        if words and not whole.endswith(words[0]):
+            if not is_typo(words[0], whole):
+                return Edges(start, end, f"changed words: {short(whole)} -> {short(words[0])}")
+            start = max(lo, w_start)
+    if 0 < end < min(hi, len(haystack)) and haystack[end - 1].isalnum() and haystack[end].isalnum():
+        words = _WORD_RE.findall(needle) if words is None else words
+        w_start, w_end = _word_around(haystack, end - 1)
+        whole = haystack[w_start:w_end]
+        if words and not whole.startswith(words[-1]):
+            if not is_typo(words[-1], whole):
+                return Edges(start, end, f"changed words: {short(whole)} -> {short(words[-1])}")
+            end = min(hi, w_end)
+    return Edges(start, end)
 
 
 def describe_words(
@@ -287,8 +293,7 @@ def word_problem(needle: str, window: str) -> str | None:
     def unexplained(only: Counter[str], other_only: Counter[str]) -> list[str]:
         missing = []
         for word in (+only).elements():
-            limit = 1 if len(word) <= 4 else 2
-            if not any(OSA.distance(word, other, score_cutoff=limit) <= limit for other in +other_only):
+            if not any(is_typo(word, other) for other in +other_only):
                 missing.append(word)
         return missing
 
@@ -297,7 +302,7 @@ def word_problem(needle: str, window: str) -> str | None:
     if len(added) + len(removed) <= 1 and all(len(word) <= 3 for word in added + removed):
         return None
     found = describe_words(needle, window, Counter(added), Counter(removed))
-    return found or f"words changed: {_listed(removed)} -> {_listed(added)}"
+    return found or f"words changed: {listed(removed)} -> {listed(added)}"
 
 
 def unsupported_problem(needle: str, window: str, max_gap: int) -> str | None:

@@ -33,13 +33,15 @@ characters).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from verify.judging.excerpts.align import fuzzy
 from verify.judging.excerpts.elision import ElidedMatch, Part, match_elided, split_elided
+from verify.judging.excerpts.guards import list_number_problem
 from verify.judging.excerpts.normalise import (
     Normalized,
+    list_on_lines,
     normalize_text,
     prepare_text,
     strip_decorations,
@@ -168,7 +170,32 @@ def _match(excerpt: str, text: str, threshold: float, prepare: Callable[[], Norm
             return elided
         whole = _fuzzy(stripped or needle, excerpt, prepared, threshold)
         return whole if whole.valid else elided
-    return _fuzzy(stripped or needle, excerpt, prepared, threshold)
+    aligned = _fuzzy(stripped or needle, excerpt, prepared, threshold)
+    if aligned.valid:
+        return aligned
+    listed = _as_list(excerpt, prepared, threshold)
+    if listed is not None and (listed.valid or listed.similarity >= aligned.similarity):
+        return listed  # read as a list, the quote's reason names what differs without the markers
+    return aligned
+
+
+def _as_list(excerpt: str, prepared: Normalized, threshold: float) -> ExcerptMatch | None:
+    """Match a list quoted on one line with its markers as the list it quotes (``None`` if it is none).
+
+    The offsets span the answer's list from the first quoted item to the last.
+    """
+    lines = list_on_lines(excerpt)
+    if lines is None:
+        return None
+    needle = strip_decorations(normalize_text(lines))
+    pos = prepared.norm.find(needle) if needle else -1
+    if pos != -1:
+        start, end = prepared.to_original(pos, pos + len(needle))
+        found = _found(prepared.original, True, 1.0, start, end, "normalized")
+    else:
+        found = _fuzzy(needle, lines, prepared, threshold)
+    problem = list_number_problem(lines, prepared.original, found.start, found.end) if found.valid else None
+    return found if problem is None else replace(found, valid=False, method="failed", reason=problem)
 
 
 def _fuzzy(needle: str, excerpt: str, prepared: Normalized, threshold: float) -> ExcerptMatch:

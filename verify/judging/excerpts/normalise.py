@@ -19,6 +19,7 @@ __all__ = [
     "ELLIPSIS",
     "ORDERED_MARKER",
     "Normalized",
+    "list_on_lines",
     "normalize_text",
     "prepare_text",
     "strip_decorations",
@@ -242,3 +243,20 @@ def strip_decorations(norm: str) -> str:
         previous = norm
         norm = _EDGE_DECORATION_RE.sub("", norm).strip(" ")
     return norm
+
+
+# The space before a list marker written inside a line: an ordered-list number ("2. ", "3) ") or a
+# bullet ("- ", "* ", "+ ") between spaces, followed by a word.
+_INLINE_ITEM_RE = re.compile(r"[ \t]+(?=(?:\d{1,3}[.)]|[-*+])[ \t]+[^\W_])")
+
+
+def list_on_lines(excerpt: str) -> str | None:
+    """``excerpt`` with each list marker inside a line moved to the start of a new line, else ``None``.
+
+    A judge often quotes a list on one line with its markers (``steps: 1. Preheat the oven. 2. Mix
+    ...``) while the answer has one item per line, where the markers are dropped as line-start markup.
+    Written on lines again, the quote normalises the way the list does. A dash between words looks
+    like a bullet too, so this is only tried after the quote as written failed.
+    """
+    lines = _INLINE_ITEM_RE.sub("\n", excerpt)
+    return None if lines == excerpt else lines
