@@ -91,7 +91,9 @@ def build_config_interactively(benchmark: Any, mode: str, manual_traces: Any = N
     """
     try:
         return _build(benchmark, mode, manual_traces)
-    except typer.Abort:
+    except typer.Abort as exc:
+        if isinstance(exc.__context__, KeyboardInterrupt):  # Ctrl-C or SIGTERM at a prompt: a stop, not a missing answer
+            raise exc.__context__ from None
         where = "stdin is not a terminal" if not sys.stdin.isatty() else "the input ended"
         raise UserError(f"--interactive asks questions, but {where}, so no answer could be read",
                         "run it in a terminal, or give the settings with --preset PRESET and flags instead") from None
