@@ -7,7 +7,11 @@ disk never leaves half a file where the old one was, and no temporary file is le
 :func:`read_json_file` reads answers, presets, manual traces and deep-judgment configs: UTF-8 with or
 without a byte-order mark, no NaN/Infinity, at most :data:`MAX_JSON_DEPTH` levels deep, and every
 problem one located :class:`~verify.errors.UserError`. Checkpoints use its parts (:func:`read_text`,
-:func:`parse_json`) and name problems by question and trait instead.
+:func:`parse_json`) and name problems by question and trait instead; suites use :func:`parse_yaml`.
+
+Every file verify reads goes through :func:`check_input_file` first: a regular file (checked with
+``os.stat``, so a named pipe never blocks and ``/dev/zero`` is never read), no larger than the input
+limit (:func:`input_limit`, ``--max-input-mb``) because it is loaded whole.
 """
 
 from __future__ import annotations
@@ -17,18 +21,21 @@ import math
 import os
 import re
 import shutil
+import stat
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import IO, Any
 
 from verify.errors import UserError
 
 __all__ = [
-    "MAX_JSON_DEPTH", "JsonProblem", "atomic_writer", "nesting_path", "parse_json", "read_json_file",
-    "read_text", "render_path", "write_atomic",
+    "DEFAULT_MAX_INPUT_MB", "MAX_JSON_DEPTH", "JsonProblem", "atomic_writer", "check_input_file", "input_limit", "refuse_clobber",
+    "refuse_same_outputs",
+    "nesting_path", "parse_json", "parse_yaml", "read_json_file", "read_text", "render_path", "write_atomic",
 ]
 
 
@@ -52,6 +59,31 @@ def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` atomically."""
     with atomic_writer(path) as handle:
         handle.write(text)
+
+
+def refuse_clobber(path: Path, option: str, *, overwrite: bool, ours: Callable[[Path], bool] | None = None) -> None:
+    """Before a command writes ``path`` (given by ``option``): an existing file is replaced only with
+    ``--overwrite``, or when ``ours`` says verify wrote it (a page the report command made earlier);
+    a folder, pipe or device never. The rule runs follow for their results (:mod:`verify.run.output`)."""
+    if not os.path.lexists(path):
+        return
+    if not path.is_file():
+        raise UserError(f"{option} {path} exists and is not a regular file", "choose another file name")
+    if not overwrite and not (ours is not None and ours(path)):
+        raise UserError(f"{option} {path} exists and verify did not write it",
+                        "choose another file name, or pass --overwrite to replace it")
+
+
+def refuse_same_outputs(outputs: Sequence[tuple[str, Path | None]]) -> None:
+    """Two outputs of one command may not be one file: the second would replace the first."""
+    seen: dict[Path, str] = {}
+    for option, path in outputs:
+        if path is None:
+            continue
+        key = Path(path).resolve()
+        if key in seen:
+            raise UserError(f"{option} {path} is the same file as {seen[key]}", "give each output its own file name")
+        seen[key] = f"{option} {path}"
 
 
 # --------------------------------------------------------------------------------------- JSON files
@@ -105,19 +137,74 @@ _parsing = threading.local()
 _DECODER = json.JSONDecoder(parse_constant=_NonFinite, parse_float=_parse_float)
 
 
-def read_text(path: Path) -> str:
-    """A user's text file, as UTF-8 with or without a byte-order mark; raises :class:`JsonProblem`."""
+# --------------------------------------------------------------------------------------- inputs
+
+#: Files loaded whole (checkpoints, suites, results, answers, presets) larger than this are refused
+#: before they are read; ``--max-input-mb`` raises it for one command.
+DEFAULT_MAX_INPUT_MB = 512
+_MB = 1024 * 1024
+_max_input_bytes: ContextVar[int] = ContextVar("max_input_bytes", default=DEFAULT_MAX_INPUT_MB * _MB)
+_LIMIT_HINT = "pass --max-input-mb with a larger limit if the file is meant to be this big"
+_KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+@contextmanager
+def input_limit(megabytes: float | None) -> Iterator[None]:
+    """Within the block, files loaded whole may be up to ``megabytes`` (``None``: the default)."""
+    token = _max_input_bytes.set(int(megabytes * _MB) if megabytes is not None else DEFAULT_MAX_INPUT_MB * _MB)
     try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
+        yield
+    finally:
+        _max_input_bytes.reset(token)
+
+
+def check_input_file(path: Path, *, limit: int | None = None, limit_hint: str = _LIMIT_HINT) -> int:
+    """The size of ``path`` if it is a regular file of at most ``limit`` bytes (default: the input
+    limit); raises :class:`JsonProblem`. Uses ``os.stat``, which never blocks on a pipe or reads a device."""
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
         raise JsonProblem("file not found", "check the path") from None
-    except IsADirectoryError:
-        raise JsonProblem("is a directory", "pass the file, not its folder") from None
+    except OSError as exc:
+        raise JsonProblem(f"cannot read file: {exc.strerror or exc}", "check the path and its permissions") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise JsonProblem("is a directory", "pass the file, not its folder")
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+        raise JsonProblem(f"is {kind}, not a regular file",
+                          "give a regular file: verify does not read pipes, devices or sockets")
+    limit = _max_input_bytes.get() if limit is None else limit
+    if info.st_size > limit:
+        raise JsonProblem(f"is {_megabytes(info.st_size)}, more than the {_megabytes(limit)} verify reads", limit_hint)
+    return info.st_size
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / _MB:.1f} MB" if size >= _MB // 10 else f"{size} bytes"
+
+
+def read_text(path: Path, *, limit: int | None = None, limit_hint: str = _LIMIT_HINT) -> str:
+    """A user's text file, as UTF-8 with or without a byte-order mark, newlines as ``\\n``; a regular
+    file of at most ``limit`` bytes (default: the input limit). Raises :class:`JsonProblem`."""
+    path = Path(path)
+    size = check_input_file(path, limit=limit, limit_hint=limit_hint)
+    limit = _max_input_bytes.get() if limit is None else limit
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(size + 1)
+            while len(data) <= limit and (more := handle.read(_MB)):  # the file grew since the check
+                data += more
+    except OSError as exc:
+        raise JsonProblem(f"cannot read file: {exc.strerror or exc}", "check the path and its permissions") from None
+    if len(data) > limit:
+        raise JsonProblem(f"is more than the {_megabytes(limit)} verify reads", limit_hint)
+    try:
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise JsonProblem(f"is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})",
                           "save the file as UTF-8") from None
-    except OSError as exc:
-        raise JsonProblem(f"cannot read file: {exc.strerror or exc}", "check the path and its permissions") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text  # as text mode reads it
 
 
 def parse_json(text: str, *, max_depth: int | None = MAX_JSON_DEPTH) -> Any:
@@ -150,6 +237,65 @@ def parse_json(text: str, *, max_depth: int | None = MAX_JSON_DEPTH) -> Any:
         detail = f"is {token} (line {line}, column {column})" + ("" if constant else ", too large for a number")
         raise JsonProblem(f"line {line}, column {column}: {what}{where}", _NON_FINITE_HINT, path, data, detail)
     return data
+
+
+#: How many values a YAML file may expand to through its aliases (``*name``): a few nested aliases
+#: can stand for billions of values ("billion laughs"), which every later walk of the data would visit.
+MAX_YAML_VALUES = 10_000_000
+
+
+def parse_yaml(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse YAML with the safe loader (libyaml's when installed), refusing nesting deeper than
+    ``max_depth`` and aliases that expand past :data:`MAX_YAML_VALUES`; raises :class:`JsonProblem`.
+
+    The depth is checked on the event stream before any node is built: libyaml's composer recurses
+    in C and crashes the process on deep nesting, and the pure-Python one overflows the stack.
+    """
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # safe only: a file never builds Python objects
+    try:
+        _check_yaml_shape(yaml, loader, text, max_depth)
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader, C or Python
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "top level"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if "nesting depth" in problem:  # libyaml's own limit, met while it reads ahead of the depth check
+            raise JsonProblem(f"{where}: nested deeper than {max_depth} levels",
+                              f"flatten the data: verify reads at most {max_depth} levels of nested lists/mappings") from None
+        raise JsonProblem(f"{where}: not valid YAML: {problem}", "fix the YAML syntax") from None
+    except RecursionError:
+        raise JsonProblem(f"nested deeper than {max_depth} levels", f"flatten the data (at most {max_depth} levels)") from None
+
+
+def _check_yaml_shape(yaml: Any, loader: Any, text: str, max_depth: int) -> None:
+    starts, ends = (yaml.SequenceStartEvent, yaml.MappingStartEvent), (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+    sizes: dict[str, int] = {}  # values each anchor stands for
+    stack: list[list[Any]] = [[0, None]]  # per open collection: values inside it so far, its anchor
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, starts):
+            if len(stack) > max_depth:
+                line, column = event.start_mark.line + 1, event.start_mark.column + 1
+                raise JsonProblem(f"line {line}, column {column}: nested deeper than {max_depth} levels",
+                                  f"flatten the data: verify reads at most {max_depth} levels of nested lists/mappings")
+            stack.append([0, event.anchor])
+            continue
+        if isinstance(event, ends):
+            count, anchor = stack.pop()
+            size = count + 1
+        elif isinstance(event, yaml.AliasEvent):
+            size, anchor = sizes.get(event.anchor, 1), None
+        elif isinstance(event, yaml.ScalarEvent):
+            size, anchor = 1, event.anchor
+        else:
+            continue
+        if anchor:
+            sizes[anchor] = size
+        stack[-1][0] += size
+        if stack[-1][0] > MAX_YAML_VALUES:
+            raise JsonProblem(f"line {event.start_mark.line + 1}: aliases expand to more than {MAX_YAML_VALUES:,} values",
+                              "write the values out instead of nesting aliases (*name) inside each other")
 
 
 def read_json_file(path: Path, what: str) -> Any:

@@ -34,7 +34,7 @@ from verify.benchmark.suite_graders import grader_entry, grader_traits, judge_en
 from verify.benchmark.traits import LLMTrait, Rubric, SchemaJudgeTrait
 from verify.config.gates import parse_gate
 from verify.errors import BenchmarkError, UserError
-from verify.files import JsonProblem, parse_json, read_text
+from verify.files import JsonProblem, parse_json, parse_yaml, read_text
 
 __all__ = ["Suite", "is_suite_file", "load_suite", "suite_document", "write_suite"]
 
@@ -65,30 +65,25 @@ def is_suite_file(path: Path) -> bool:
 
 
 def _read(path: Path) -> Any:
-    text = read_text(path)
-    if path.suffix.lower() == ".json":
-        try:
-            return parse_json(text)
-        except JsonProblem as exc:
-            raise BenchmarkError(str(path), [exc.problem], exc.hint) from None
     try:
-        return yaml.safe_load(text)  # safe_load only: a suite never builds Python objects
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "top level"
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise BenchmarkError(str(path), [f"{where}: not valid YAML: {problem}"], "fix the YAML syntax") from None
+        text = read_text(path)
+        return parse_json(text) if path.suffix.lower() == ".json" else parse_yaml(text)
+    except JsonProblem as exc:
+        raise BenchmarkError(str(path), [exc.problem], exc.hint) from None
 
 
-def load_suite(path: str | Path) -> Suite:
-    """Read and check a suite; every problem, located, in one :class:`BenchmarkError`."""
+def load_suite(path: str | Path, *, allow_outside_paths: bool = False) -> Suite:
+    """Read and check a suite; every problem, located, in one :class:`BenchmarkError`.
+
+    A grader's ``prompt_path`` must stay inside the suite's folder unless ``allow_outside_paths``.
+    """
     path = Path(path)
     data = _read(path)
     problems = SuiteProblems(str(path))
     if not isinstance(data, dict):
         raise BenchmarkError(str(path), ["top level: a suite is a mapping with a 'tests' list"], HINT)
     problems.keys("top level", data, TOP_KEYS)
-    graders = grader_traits(data.get("graders"), path.parent, problems)
+    graders = grader_traits(data.get("graders"), path.parent, problems, outside_ok=allow_outside_paths)
     global_traits: list[Any] = [*_assertion_traits("suite assertions", data.get("assertions"), problems),
                      *graders.traits, *judge_traits(data.get("judges"), problems)]
     suite = Suite(benchmark=Benchmark(name="suite"), judge_model=graders.model, judge_temperature=graders.temperature)

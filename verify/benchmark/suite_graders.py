@@ -18,8 +18,12 @@ from pydantic import ValidationError
 
 from verify.benchmark.suite_fields import GRADER_KEYS, JUDGE_KEYS, SuiteProblems, build_trait, weighting_entry
 from verify.benchmark.traits import LLMTrait, SchemaJudgeTrait
+from verify.files import JsonProblem, read_text
 
-__all__ = ["Graders", "grader_entry", "grader_traits", "judge_entry", "judge_traits"]
+__all__ = ["MAX_PROMPT_BYTES", "Graders", "grader_entry", "grader_traits", "judge_entry", "judge_traits"]
+
+#: A grader's prompt file is read whole and sent with every judge call.
+MAX_PROMPT_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -38,7 +42,7 @@ def _named(where: str, value: Any, problems: SuiteProblems) -> dict[str, Any]:
     return {str(k): v for k, v in value.items()}
 
 
-def grader_traits(value: Any, folder: Path, problems: SuiteProblems) -> Graders:
+def grader_traits(value: Any, folder: Path, problems: SuiteProblems, *, outside_ok: bool = False) -> Graders:
     found = Graders()
     for name, spec in _named("graders", value, problems).items():
         where = f"grader {name!r}"
@@ -46,7 +50,7 @@ def grader_traits(value: Any, folder: Path, problems: SuiteProblems) -> Graders:
         if spec.get("kind", "rubric") != "rubric":
             problems.add(where, f"kind {spec.get('kind')!r} is not supported; verify reads kind: rubric graders")
             continue
-        prompt = _prompt(where, spec, folder, problems)
+        prompt = _prompt(where, spec, folder, problems, outside_ok)
         if prompt is None:
             continue
         fields: dict[str, Any] = {"name": name, "kind": "score", "prompt": prompt, "description": f"letta grader {name}"}
@@ -62,8 +66,9 @@ def grader_traits(value: Any, folder: Path, problems: SuiteProblems) -> Graders:
     return found
 
 
-def _prompt(where: str, spec: dict[str, Any], folder: Path, problems: SuiteProblems) -> str | None:
-    """``prompt`` inline, or ``prompt_path`` relative to the suite file (letta's rule)."""
+def _prompt(where: str, spec: dict[str, Any], folder: Path, problems: SuiteProblems, outside_ok: bool) -> str | None:
+    """``prompt`` inline, or ``prompt_path`` relative to the suite file (letta's rule), inside the suite's
+    folder: a prompt's text goes to the judge, so a suite from elsewhere must not send it any file it names."""
     if ("prompt" in spec) == ("prompt_path" in spec):
         problems.add(where, "give exactly one of prompt (inline text) and prompt_path (a file next to the suite)")
         return None
@@ -73,11 +78,14 @@ def _prompt(where: str, spec: dict[str, Any], folder: Path, problems: SuiteProbl
             return None
         return spec["prompt"]
     path = folder / str(spec["prompt_path"])
+    if not outside_ok and not path.resolve().is_relative_to(folder.resolve()):
+        problems.add(where, f"prompt_path: {spec['prompt_path']} is outside the suite's folder {folder}; move the "
+                     "prompt file next to the suite, or pass --allow-outside-paths if you trust this suite")
+        return None
     try:
-        return path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        problems.add(where, f"prompt_path: cannot read {path}: {getattr(exc, 'strerror', None) or exc}; "
-                     "the path is relative to the suite file")
+        return read_text(path, limit=MAX_PROMPT_BYTES, limit_hint="a grader's prompt is at most 1 MB; shorten it")
+    except JsonProblem as exc:
+        problems.add(where, f"prompt_path: {path} {exc.problem}; the path is relative to the suite file")
         return None
 
 

@@ -44,6 +44,9 @@ class _Trait(BaseModel):
             raise ValueError("trait name is empty")
         if "." in value:
             raise ValueError(f"trait name {value!r} contains '.'; rename it without dots")
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):  # breaks every line that names the trait
+            raise ValueError(f"trait name {value!r} contains a control character (newline, tab, NUL); "
+                             "rename it to one line of plain text")
         return value
 
 
@@ -98,6 +101,9 @@ class LLMTrait(_Trait):
                 raise ValueError(
                     f"score trait {self.name!r} has min_score {lo} > max_score {hi}; swap them"
                 )
+            if lo is not None and lo == hi:  # one possible score says nothing about the answer
+                raise ValueError(f"score trait {self.name!r} has min_score = max_score = {lo}; a score needs a "
+                                 "range: raise max_score (or make it a boolean trait)")
         elif self.kind == "template" and self.deep_judgment_enabled:
             raise ValueError(f"template-kind trait {self.name!r} cannot enable deep judgment")
         if self.kind == "template" and (self.required or self.pass_threshold is not None or self.weight != 1.0):

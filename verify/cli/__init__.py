@@ -40,6 +40,8 @@ from verify.cli.karenina import (
 )
 from verify.cli.suite_cmd import convert
 from verify.errors import RunInterrupted, UserError
+from verify.files import DEFAULT_MAX_INPUT_MB, input_limit, refuse_clobber
+from verify.run.signals import Terminated, raise_terminated
 from verify.secrets import install_log_filter, register_config_secrets, register_env_secrets, scrub
 
 
@@ -97,6 +99,8 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
     overwrite: Annotated[bool, Opt(help="replace an existing --output (and discard its unfinished progress)", rich_help_panel=RUN)] = False,
     generate_missing_answers: Annotated[bool, Opt(help="with --answers or manual traces, let the answering model answer what they miss", rich_help_panel=RUN)] = False,
     deadline: Annotated[str | None, Opt(help="stop the whole run after this long (90, 30m, 2h); what finished is saved", rich_help_panel=RUN)] = None,
+    allow_outside_paths: Annotated[bool, Opt("--allow-outside-paths", help="let a suite's prompt_path name a file outside the suite's folder", rich_help_panel=RUN)] = False,
+    max_input_mb: Annotated[float, Opt(min=0.001, help="largest input file (checkpoint, suite, answers, results) read, in MB", rich_help_panel=RUN)] = DEFAULT_MAX_INPUT_MB,
     code_time_limit: Annotated[float, Opt(min=0.01, help="seconds per call into checkpoint code (regexes, callables, templates)", rich_help_panel=RUN)] = 10.0,
     progressive_save: Annotated[bool, Opt(help="accepted for karenina compatibility; results are always saved as they finish", rich_help_panel=RUN, hidden=True)] = False,
     questions: Annotated[str | None, Opt(help="indices into the selected questions, e.g. 0,1,5-10", rich_help_panel=RUN)] = None,
@@ -151,19 +155,20 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
 ) -> None:
     """Run (or plan) a verification of BENCHMARK."""
     flags = dict(locals())
-    signal.signal(signal.SIGTERM, _terminate)  # start-up; the run itself handles SIGTERM on its event loop
+    signal.signal(signal.SIGTERM, raise_terminated)  # start-up; the run itself handles SIGTERM on its event loop
     install_log_filter()
     register_env_secrets()
     repeats = _warn_once()
     try:
-        code = _main(flags)
+        with input_limit(max_input_mb):
+            code = _main(flags)
     except RunInterrupted as exc:
         typer.secho(f"interrupted: {scrub(exc.message)}", err=True, fg="yellow")
         typer.echo(f"hint: {exc.hint}", err=True)
         raise typer.Exit(143 if exc.signal_name == "SIGTERM" else 130) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         typer.secho("interrupted before the run started: nothing was written", err=True, fg="yellow")
-        raise typer.Exit(130) from None
+        raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
     except UserError as exc:
         if debug:
             _print_traceback()
@@ -217,10 +222,6 @@ def _print_traceback() -> None:
     import traceback
 
     typer.echo(scrub(traceback.format_exc()), err=True)
-
-
-def _terminate(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def _main(flags: dict[str, Any]) -> int:
@@ -302,14 +303,18 @@ def _main(flags: dict[str, Any]) -> int:
             p.resolve() for p in [options.output, *run_inputs(flags)]}:
         raise UserError(f"--report {flags['report_path']} names the results file or an input of the run",
                         "give the page its own name, e.g. --report report.html")
+    if flags["report_path"] is not None:  # before any call: a finished run must not fail on its page
+        from verify.report import is_report_page
+
+        refuse_clobber(Path(flags["report_path"]), "--report", overwrite=flags["overwrite"], ours=is_report_page)
     try:
         outcome = run_verification(bench, config, **vars(options))
-    except KeyboardInterrupt:  # a second Ctrl-C: the hard way out
+    except KeyboardInterrupt as exc:  # a second Ctrl-C (or SIGTERM before the run loop): the hard way out
         if directory is not None:
             directory.finish("interrupted")
         typer.secho(f"interrupted: finished tasks are saved in {options.output}.progress.jsonl", err=True, fg="yellow")
         typer.echo(f"hint: rerun with --resume and --output {options.output} to finish the others", err=True)
-        return 130
+        return 143 if isinstance(exc, Terminated) else 130
     except BaseException as exc:
         if directory is not None:
             directory.finish("interrupted" if isinstance(exc, RunInterrupted) else "failed", exc)
@@ -325,7 +330,7 @@ def _main(flags: dict[str, Any]) -> int:
 
     render_summary(outcome)
     if flags["report_path"] is not None and outcome.output is not None:
-        typer.echo(f"report: {write_page([outcome.output], flags['report_path'])}")
+        typer.echo(f"report: {write_page([outcome.output], flags['report_path'], overwrite=flags['overwrite'])}")
     if outcome.summary.errors:
         for message, count in sorted(outcome.summary.error_messages.items(), key=lambda kv: -kv[1])[:3]:
             typer.secho(f"error ({count} task(s)): {scrub(message)}", err=True, fg="red")
@@ -367,6 +372,8 @@ def report(
     results: Annotated[list[Path], typer.Argument(help="results file (.json or .jsonl); two to compare runs")],
     output: Annotated[Path, Opt("--output", "-o", help="the HTML file to write")] = Path("report.html"),
     title: Annotated[str | None, Opt(help="page title")] = None,
+    overwrite: Annotated[bool, Opt(help="replace an existing output file that is not a verify page")] = False,
+    max_input_mb: Annotated[float, Opt(min=0.001, help="largest results file read, in MB")] = DEFAULT_MAX_INPUT_MB,
 ) -> None:
     """Write one self-contained HTML page: every score with the quotes it rests on, highlighted in the answer."""
     install_log_filter()
@@ -377,7 +384,8 @@ def report(
         for path in results:
             if not path.is_file():
                 raise UserError(f"results file {path} does not exist", "give the --output of a verify run")
-        written = write_page(results, output, title)
+        with input_limit(max_input_mb):
+            written = write_page(results, output, title, overwrite=overwrite)
     except UserError as exc:
         typer.secho(f"error: {scrub(exc.message)}", err=True, fg="red")
         if exc.hint:
@@ -386,10 +394,10 @@ def report(
     typer.echo(f"report: {written}")
 
 
-def write_page(results: list[Path], output: Path, title: str | None = None) -> Path:
+def write_page(results: list[Path], output: Path, title: str | None = None, *, overwrite: bool = False) -> Path:
     from verify.report import write_report
 
-    return write_report(results, output, title=title)
+    return write_report(results, output, title=title, overwrite=overwrite)
 
 
 app.command("convert")(convert)  # verify convert suite.yaml -o benchmark.jsonld (and back)

@@ -10,6 +10,7 @@ never asked for: they come from the environment, as in a normal run.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -83,7 +84,22 @@ def _models(role: str, advanced: bool) -> list[dict[str, Any]]:
 
 
 def build_config_interactively(benchmark: Any, mode: str, manual_traces: Any = None) -> tuple[Any, list[str]]:
-    """Ask for the config; return it with the ids of the questions chosen (finished ones)."""
+    """Ask for the config; return it with the ids of the questions chosen (finished ones).
+
+    Answers come from stdin; when it ends before the last question (no terminal: a pipe, a
+    scheduler, ``< /dev/null``) that is one :class:`UserError`, not a bare ``Abort``.
+    """
+    try:
+        return _build(benchmark, mode, manual_traces)
+    except typer.Abort as exc:
+        if isinstance(exc.__context__, KeyboardInterrupt):  # Ctrl-C or SIGTERM at a prompt: a stop, not a missing answer
+            raise exc.__context__ from None
+        where = "stdin is not a terminal" if not sys.stdin.isatty() else "the input ended"
+        raise UserError(f"--interactive asks questions, but {where}, so no answer could be read",
+                        "run it in a terminal, or give the settings with --preset PRESET and flags instead") from None
+
+
+def _build(benchmark: Any, mode: str, manual_traces: Any) -> tuple[Any, list[str]]:
     from verify.cli.inputs import parse_indices
     from verify.config.verification import VerificationConfig
 

@@ -35,6 +35,7 @@ log = logging.getLogger("verify")
 
 RESUME_SUFFIXES = (".progress.jsonl", ".state")
 _SAFE_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+MAX_LABEL = 200
 
 
 def _is_resume_path(token: str) -> bool:
@@ -116,9 +117,11 @@ def resume_target(path: Path) -> Path:
 def suffix_is_karenina_state(path: Path) -> bool:
     if not (str(path).endswith(".state") and path.is_file()):
         return False
+    from verify.files import JsonProblem, parse_json, read_text
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = parse_json(read_text(path))
+    except JsonProblem:
         return False
     return isinstance(data, dict) and "task_manifest" in data
 
@@ -157,12 +160,21 @@ class RunDirectory:
         if not _SAFE_LABEL.fullmatch(label):
             raise UserError(f"--run-label {label!r} is not a safe directory name",
                             "use letters, digits, dots, underscores and hyphens, starting with a letter or digit")
+        if len(label) > MAX_LABEL:  # the folder name adds a timestamp; file systems allow 255 bytes
+            raise UserError(f"--run-label is {len(label)} characters long; at most {MAX_LABEL} fit in a folder name",
+                            "use a shorter --run-label")
+        if Path(root).exists() and not Path(root).is_dir():
+            raise UserError(f"--run-root {root} is a file, not a folder", "give the folder that run directories go into")
         now = datetime.now(UTC)
         path = Path(root) / f"{label}_{now.strftime('%Y%m%dT%H%M%SZ')}"
         if path.exists():
             raise UserError(f"--run-root: {path} already exists", "wait a second and run again, or use another --run-label")
-        (path / "traces").mkdir(parents=True)
-        (path / "workspaces").mkdir()
+        try:
+            (path / "traces").mkdir(parents=True)
+            (path / "workspaces").mkdir()
+        except OSError as exc:
+            raise UserError(f"--run-root {root}: cannot create the run directory {path} ({exc.strerror or exc})",
+                            "give a folder you can write to, e.g. --run-root runs") from None
         stamp = _stamp(now)
         manifest = {
             "schema_version": "1.0", "status": "running", "label": label, "run_name": label,
@@ -233,7 +245,11 @@ def read_replay(path: Path) -> tuple[dict[str, dict[str, str]], bool]:
         if key.get("scenario_id") is not None or key.get("replicate") not in (None, 1) or key.get("visit_index") not in (None, 0):
             skipped += 1  # scenario turns and per-replicate traces have no place in recorded answers
             continue
-        answers.setdefault(key.get("answering_model_id") or "*", {})[key["question_id"]] = entry["raw_trace"]
+        model = key.get("answering_model_id")
+        if model is not None and not isinstance(model, str):
+            raise UserError(f"replay store {path}: entry {number}: key.answering_model_id must be text (a model id) "
+                            f"or null, not {type(model).__name__}", "rebuild the replay store with karenina")
+        answers.setdefault(model or "*", {})[key["question_id"]] = entry["raw_trace"]
     if skipped:
         log.warning("replay store %s: %d entr(ies) for scenarios, later visits or replicates after the first "
                     "were not used (verify replays one answer per question and model)", path, skipped)

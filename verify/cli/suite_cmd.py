@@ -19,6 +19,7 @@ import typer
 from verify.benchmark.jsonld import Benchmark, load_benchmark, save_benchmark
 from verify.benchmark.suite import Suite, is_suite_file, load_suite, write_suite
 from verify.errors import UserError
+from verify.files import DEFAULT_MAX_INPUT_MB, input_limit, refuse_clobber, refuse_same_outputs
 from verify.secrets import install_log_filter, scrub
 
 __all__ = ["convert", "open_suite", "suite_config"]
@@ -27,7 +28,9 @@ __all__ = ["convert", "open_suite", "suite_config"]
 def open_suite(flags: dict[str, Any]) -> Suite | None:
     """The suite named by BENCHMARK, or None when it is a checkpoint (or absent)."""
     path = flags.get("benchmark")
-    return load_suite(path) if path is not None and is_suite_file(Path(path)) else None
+    if path is None or not is_suite_file(Path(path)):
+        return None
+    return load_suite(path, allow_outside_paths=bool(flags.get("allow_outside_paths")))
 
 
 def suite_config(suite: Suite, config: Any, flags: dict[str, Any]) -> Any:
@@ -69,11 +72,16 @@ def convert(
     answers: Annotated[Path | None, typer.Option(help="with a suite: also write its recorded outputs as an "
                                                  "--answers file")] = None,
     overwrite: Annotated[bool, typer.Option(help="replace an existing output file")] = False,
+    allow_outside_paths: Annotated[bool, typer.Option("--allow-outside-paths", help="let a suite's prompt_path "
+                                                      "name a file outside the suite's folder")] = False,
+    max_input_mb: Annotated[float, typer.Option(min=0.001, help="largest input file read, in MB")] = DEFAULT_MAX_INPUT_MB,
 ) -> None:
     """Convert a test suite into a karenina checkpoint, or a checkpoint into a suite (what a suite can hold)."""
     install_log_filter()
     try:
-        for line in _convert(source, output, answers, overwrite):
+        with input_limit(max_input_mb):
+            notes = _convert(source, output, answers, overwrite=overwrite, allow_outside_paths=allow_outside_paths)
+        for line in notes:
             typer.secho(f"warning: {scrub(line)}", err=True, fg="yellow")
     except UserError as exc:
         message = " ".join(line.strip() for line in exc.message.splitlines())
@@ -84,22 +92,19 @@ def convert(
     typer.echo(f"wrote {output}")
 
 
-def _convert(source: Path, output: Path, answers: Path | None, overwrite: bool) -> list[str]:
+def _convert(source: Path, output: Path, answers: Path | None, *, overwrite: bool, allow_outside_paths: bool) -> list[str]:
     if not source.is_file():
         raise UserError(f"{source} does not exist", "give a suite (.yaml, .yml, .json) or a checkpoint (.jsonld)")
-    for target in (output, answers):
-        if target is None:
-            continue
-        if target.resolve() == source.resolve():
-            raise UserError(f"{target} is the file being converted", "write to another file")
-        if target.exists() and not overwrite:
-            raise UserError(f"{target} exists", "pass --overwrite to replace it, or choose another name")
+    refuse_same_outputs([("source", source), ("--output", output), ("--answers", answers)])
+    for option, target in (("--output", output), ("--answers", answers)):
+        if target is not None:
+            refuse_clobber(target, option, overwrite=overwrite)
     if not is_suite_file(source):
         if answers is not None:
             raise UserError("--answers is for converting a suite (a checkpoint holds no recorded outputs)",
                             "leave --answers out")
         return write_suite(load_benchmark(source), output)
-    suite = load_suite(source)
+    suite = load_suite(source, allow_outside_paths=allow_outside_paths)
     save_benchmark(suite.benchmark, output)
     notes = []
     if suite.gates:

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from verify.config.models import ModelConfig, RetryPolicy
 from verify.config.report import config_to_dict
 from verify.errors import PresetError, format_validation_error
-from verify.files import write_atomic
+from verify.files import JsonProblem, read_text, write_atomic
 
 if TYPE_CHECKING:
     from verify.config.verification import VerificationConfig
@@ -98,7 +98,11 @@ def read_preset(cls: type[C], ref: str | Path, presets_dir: Path | None = None) 
     path = _resolve(ref, presets_dir)
     source = f"preset {_display(path)}"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = read_text(path)
+    except JsonProblem as exc:
+        raise PresetError(f"{source}: {exc.problem}", hint=exc.hint) from None
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise PresetError(
             f"{source}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",

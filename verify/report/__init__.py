@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from verify.errors import UserError
-from verify.files import write_atomic
+from verify.files import JsonProblem, read_text, refuse_clobber, write_atomic
 from verify.report.compare import comparison
 from verify.report.figures import run_figures
 from verify.report.page import render_page
@@ -94,7 +94,15 @@ def report_data(runs: list[Run], title: str) -> dict[str, Any]:
     return {"title": title, "runs": records, "questions": questions, "compare": compare}
 
 
-def write_report(paths: Sequence[Path], out: Path, *, title: str | None = None) -> Path:
+def is_report_page(path: Path) -> bool:
+    """Whether ``path`` is an evidence page verify wrote (which a new page may replace)."""
+    try:
+        return 'id="report-data"' in read_text(path)
+    except JsonProblem:
+        return False
+
+
+def write_report(paths: Sequence[Path], out: Path, *, title: str | None = None, overwrite: bool = False) -> Path:
     """Write the evidence page for one results file, or comparing two (earlier, later); returns ``out``.
 
     Raises :class:`~verify.errors.UserError` for a file that is not a verify results export, for
@@ -107,6 +115,7 @@ def write_report(paths: Sequence[Path], out: Path, *, title: str | None = None) 
     target = Path(out)
     if any(target.resolve() == p.resolve() for p in inputs):
         raise UserError(f"the report {target} would overwrite its own input", "choose another output file")
+    refuse_clobber(target, "report", overwrite=overwrite, ours=is_report_page)
     runs = [read_run(p) for p in inputs]
     title = title or _title(runs)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from verify.files import atomic_writer
+from verify.errors import UserError
+from verify.files import JsonProblem, atomic_writer, check_input_file, read_text
 from verify.results.export_csv import csv_columns, csv_row
 from verify.results.karenina_form import OWN_SECTION, from_export, to_karenina
 from verify.results.models import SCHEMA_VERSION, VerificationResult
@@ -157,19 +158,27 @@ def _write_csv(results: Iterable[VerificationResult], handle: IO[str]) -> int:
 
 def load_results(path: Path) -> list[VerificationResult]:
     """Read a JSON or JSONL export back (today's karenina form, or an older verify export)."""
+    text = _read(path)
     if path.suffix.lower() == ".jsonl":
-        lines = path.read_text(encoding="utf-8").splitlines()
-        return [from_export(json.loads(line)) for line in lines if line.strip()]
-    data = json.loads(path.read_text(encoding="utf-8"))
+        return [from_export(json.loads(line)) for line in text.splitlines() if line.strip()]
+    data = json.loads(text)
     return [from_export(r) for r in data["results"]]
+
+
+def _read(path: Path) -> str:
+    try:
+        return read_text(path)
+    except JsonProblem as exc:
+        raise UserError(f"results file {path} {exc.problem}", exc.hint) from None
 
 
 def is_export(path: Path) -> bool:
     """Whether ``path`` starts the way verify's exports start (JSON, JSONL or CSV)."""
     try:
+        check_input_file(path)
         with path.open("r", encoding="utf-8") as handle:
             first = handle.readline()
-    except (OSError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError, JsonProblem):
         return False
     suffix = path.suffix.lower()
     if suffix == ".csv":
@@ -190,8 +199,8 @@ def read_export_header(path: Path) -> dict[str, Any] | None:
     if path.suffix.lower() != ".json":
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        data = json.loads(read_text(path))
+    except (JsonProblem, ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
         return None

@@ -14,11 +14,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from verify.errors import fixable_reason
+from verify.errors import UserError, fixable_reason
+from verify.files import JsonProblem, check_input_file
 from verify.results.karenina_form import from_export, verify_metadata
 from verify.results.models import VerificationResult
 from verify.secrets import scrub
@@ -42,9 +44,10 @@ def read_lines(path: Path, *, results_only: bool = True) -> Iterator[dict[str, A
     """Every complete JSON line of a progress file; a torn or corrupt line is skipped."""
     if not path.exists():
         return
-    with path.open("r", encoding="utf-8") as handle:
+    _check_regular(path)
+    with path.open("rb") as handle:  # bytes: a line that is not UTF-8 is a corrupt line, as invalid JSON is
         for line in handle:
-            if not line.endswith("\n"):
+            if not line.endswith(b"\n"):
                 break  # torn final write of a killed run
             try:
                 data = json.loads(line)
@@ -52,6 +55,14 @@ def read_lines(path: Path, *, results_only: bool = True) -> Iterator[dict[str, A
                 continue
             if isinstance(data, dict) and not (results_only and HEADER_KEY in data):
                 yield data
+
+
+def _check_regular(path: Path) -> None:
+    """A progress file is read line by line (no size limit), but must be a regular file: a pipe would block."""
+    try:
+        check_input_file(path, limit=sys.maxsize)
+    except JsonProblem as exc:
+        raise UserError(f"progress file {path} {exc.problem}", exc.hint) from None
 
 
 def rerun_reason(meta: dict[str, Any]) -> str | None:

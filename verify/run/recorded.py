@@ -2,7 +2,8 @@
 
 With ``--answers`` or manual traces, every (question, answering model) must have a recorded
 answer, unless ``--generate-missing-answers`` lets the answering model fill the gaps. An answers
-file that matches nothing at all is always an error naming the ids it should have used.
+file that matches nothing at all is always an error naming the ids it should have used, and an empty
+recorded answer is an error naming the question and model (judging it would blame the model).
 """
 
 from __future__ import annotations
@@ -44,6 +45,12 @@ def check_recorded_answers(
             except TranscriptError as exc:
                 raise ConfigError(f"{where}: model {mid!r}, question {qid!r}: {exc}",
                                   "use OpenAI chat messages or karenina's trace messages") from None
+    empty = [f"{qid} ({mid})" for (qid, mid), value in found.items()
+             if isinstance(value, str | list) and not (value.strip() if isinstance(value, str) else value)]
+    if empty:  # an empty recording is a failed capture far more often than a model's real answer
+        raise ConfigError(f"{where}: {len(empty)} recorded answer(s) are empty, question (model): {_few(empty)}",
+                          "record the answers again, or remove those entries (and pass --generate-missing-answers "
+                          "to have the answering model answer them)")
     missing = [(q, m) for q in questions for m in models if found[(q.id, m.id)] is None]
     if not missing:
         return []

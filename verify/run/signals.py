@@ -13,7 +13,17 @@ import signal
 import threading
 from collections.abc import Iterator
 
-__all__ = ["stop_on_signals"]
+__all__ = ["Terminated", "raise_terminated", "stop_on_signals"]
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM outside the run loop (start-up, reading inputs): stops like Ctrl-C, but the command
+    exits 143 (128 + SIGTERM) as a process killed by ``kill`` or a scheduler is expected to."""
+
+
+def raise_terminated(signum: int, frame: object) -> None:
+    """The SIGTERM handler from start-up until the run loop installs its own."""
+    raise Terminated
 
 
 @contextlib.contextmanager
