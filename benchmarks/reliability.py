@@ -91,7 +91,7 @@ LATENCY_MS = 80  # per judge call: a reference run takes about 1.5 s, long enoug
 WORKERS = 2
 TIMEOUT_S = 180.0
 MAX_RESUMES = 5
-VERDICTS = frozenset({"passed", "failed", "incomplete"})
+VERDICTS = frozenset({"passed", "judged", "failed", "incomplete"})
 STOP_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 ENV = {**os.environ, "COLUMNS": "1000"}  # wide: a wrapped line could split a value the scan looks for
 

@@ -509,7 +509,7 @@ def the_judges(limits: list[AdaptiveLimit]) -> AdaptiveLimit:
 def all_judged(outcome: Any, questions: int) -> None:
     assert len(outcome.results) == questions and outcome.summary.coverage == 1.0
     for result in outcome.results:
-        assert result.metadata.errors == [] and result.verdict == "passed"
+        assert result.metadata.errors == [] and result.verdict == "judged"  # rubric_only, no pass rule
         assert result.rubric is not None and set(result.rubric.trait_status) == {"clarity", "mentions_safety"}
         assert all(o.status == "scored" for o in result.rubric.trait_status.values())
 

@@ -90,7 +90,7 @@ def test_trusted_run_scores_every_kind_as_karenina_does() -> None:
     assert status(results["apology"])["no_apology"].score is False
     # a score callable without min/max is not range-checked (299 characters)
     assert status(results["long"])["characters"].score == 299
-    assert [results[q].metadata.verdict for q in ANSWERS] == ["passed", "passed", "passed", "incomplete"]
+    assert [results[q].metadata.verdict for q in ANSWERS] == ["judged", "judged", "judged", "incomplete"]  # rubric_only: no rule
 
 
 def test_source_text_callables_still_run_untrusted() -> None:
@@ -99,7 +99,7 @@ def test_source_text_callables_still_run_untrusted() -> None:
     bench = Benchmark(name="src", questions=[Question(id="q", text="Q?", raw_answer="a", finished=True)],
                       global_rubric=Rubric(traits=[words]))
     (result,) = run(bench, trusted=False, answers={"q": "one two three"}).results
-    assert status(result)["words"].score == 3 and result.metadata.verdict == "passed"
+    assert status(result)["words"].score == 3 and result.metadata.verdict == "judged"
 
 
 # -- untrusted (the default): skipped, and a gap everywhere ----------------------------------------------------
@@ -138,8 +138,9 @@ def test_untrusted_run_skips_them_unrun_and_leaves_tasks_incomplete(monkeypatch:
 
 
 def test_summary_shows_the_gap_even_when_other_tasks_pass(capsys: pytest.CaptureFixture[str]) -> None:
-    """The report's case: the tasks that could be judged pass, so the pass rate is 1.000; the gap must
-    show beside it: an incomplete task, coverage below 1, and a line naming the unrun traits."""
+    """The report's case: the tasks that could be judged are complete (judged: rubric_only has no pass
+    rule); the gap must show beside them: an incomplete task, coverage below 1, and a line naming the
+    unrun traits."""
     karenina = load_benchmark(WRITTEN / "callables.jsonld")
     assert karenina.global_rubric is not None
     tone = next(t for t in karenina.global_rubric.traits if t.name == "tone")
@@ -151,13 +152,13 @@ def test_summary_shows_the_gap_even_when_other_tasks_pass(capsys: pytest.Capture
     ])
     outcome = run(bench, trusted=False, answers={"plain": "yes", "pickled": "yes"})
     s = outcome.summary
-    assert (s.passed, s.incomplete, s.pass_rate) == (1, 1, 1.0)
+    assert (s.passed, s.judged_tasks, s.incomplete, s.has_pass_rule) == (0, 1, 1, False)
     assert (s.judged, s.evaluations) == (2, 3) and dict(s.untrusted) == {"tone": 1}
     render_summary(outcome)
     out = capsys.readouterr().out
     assert "coverage: judged 2 of 3 evaluations (66.7%" in out and "1 unscored: 1 untrusted" in out
     assert f"not run (untrusted code): 1 callable trait(s) stored as cloudpickle, 1 evaluation(s) left unjudged: 'tone'; {FIX}" in out
-    assert "passed 1 | failed 0 | incomplete 1" in out
+    assert "passed 0 | judged (no pass rule) 1 | failed 0 | incomplete 1" in out
 
 
 def test_show_plan_says_which_traits_will_not_run(capsys: pytest.CaptureFixture[str]) -> None:

@@ -377,7 +377,8 @@ def test_demo_run_writes_every_format(suffix: str, tmp_path: Path) -> None:
     result, out = run_demo(tmp_path, output=f"results{suffix}")
     assert_ok(result)
     assert "coverage: judged 44 of 44 evaluations (100.0%; by the judge 28 of 28, by code 16 of 16)" in result.stdout
-    assert ("tasks: 8 (resumed 0) | passed 8 | failed 0 | incomplete 0 | with errors 0 | pass rate 1.000"
+    assert ("tasks: 8 (resumed 0) | passed 0 | judged (no pass rule) 8 | failed 0 | incomplete 0 | with errors 0 | "
+            "pass rate no pass rule"
             in result.stdout)
     assert f"results: {out}" in result.stdout
     assert out.exists()
@@ -386,7 +387,7 @@ def test_demo_run_writes_every_format(suffix: str, tmp_path: Path) -> None:
     assert len(results) == 8
     if suffix == ".csv":
         assert {r["success"] for r in results} == {"True"}
-        assert {r["verdict"] for r in results} == {"passed"} and {r["unscored"] for r in results} == {""}
+        assert {r["verdict"] for r in results} == {"judged"} and {r["unscored"] for r in results} == {""}
         assert {r["judged"] for r in results} >= {"5/5"}
         assert {r["question_id"] for r in results} == {"demo-capital", "demo-boiling", "demo-bcl2", "demo-cold"}
     else:
@@ -504,7 +505,7 @@ def test_fabricated_excerpts_fail_every_task(tmp_path: Path) -> None:
     preset = judge_preset(tmp_path, "fabricating.json", fabricate_rate=1.0)
     result, out = run_demo(tmp_path, preset=preset)
     assert result.exit_code == 0, result.output  # the run completed; failing tasks are results, not errors
-    assert "passed 0 | failed 8 | incomplete 0 | with errors 0 | pass rate 0.000" in result.stdout
+    assert "passed 0 | failed 8 | incomplete 0 | with errors 0 | pass rate no pass rule" in result.stdout
     assert f"failures: {DJ_FAIL} 8" in result.stdout
     assert "0 excerpts validated" in result.stdout and "26 traits with no quote found in the answer" in result.stdout
     results = load_results(out)
@@ -523,7 +524,7 @@ def test_honest_excerpts_pass_every_task(tmp_path: Path) -> None:
     preset = judge_preset(tmp_path, "honest.json", fabricate_rate=0.0)
     result, out = run_demo(tmp_path, preset=preset)
     assert_ok(result)
-    assert "passed 8 | failed 0" in result.stdout
+    assert "passed 0 | judged (no pass rule) 8 | failed 0" in result.stdout  # the demo has no pass rule
     assert "failures:" not in result.stdout
     results = load_results(out)
     assert len(results) == 8
@@ -552,7 +553,7 @@ def test_partial_fabrication_fails_exactly_the_predicted_tasks(tmp_path: Path) -
     assert {k for k, v in got.items() if v == DJ_FAIL} == expected_fail
     assert {k for k, v in got.items() if v is None} == everything - expected_fail
     n = len(expected_fail)
-    assert f"passed {8 - n} | failed {n}" in result.stdout
+    assert f"passed 0 | judged (no pass rule) {8 - n} | failed {n}" in result.stdout
     assert f"failures: {DJ_FAIL} {n}" in result.stdout
 
 
@@ -671,7 +672,7 @@ def test_resume_skips_tasks_saved_in_the_progress_file(tmp_path: Path) -> None:
     resumed, _ = run_demo(tmp_path, "--resume", output="out.jsonl")
     assert_ok(resumed)
     assert "tasks: 8 (resumed 3)" in resumed.stdout
-    assert "passed 8" in resumed.stdout
+    assert "judged (no pass rule) 8" in resumed.stdout
     results = load_results(out)
     assert len(results) == 8
     assert sorted(r["metadata"]["result_id"] for r in results) == sorted(json.loads(x)["metadata"]["result_id"]
@@ -717,8 +718,8 @@ def test_readme_setup_commands_run(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.chdir(tmp_path)
     result = invoke(*argv, "--no-cache")
     assert_ok(result)
-    assert "tasks: 8 (resumed 0) | passed 8" in result.stdout
-    assert "pass rate 1.000" in result.stdout
+    assert "tasks: 8 (resumed 0) | passed 0 | judged (no pass rule) 8" in result.stdout
+    assert "pass rate no pass rule" in result.stdout
     assert "by model (answering / judge)" in result.stdout
     assert "by trait" in result.stdout
     assert len(load_results(tmp_path / "verify-results" / "demo.json")) == 8
@@ -755,18 +756,20 @@ def test_a_stub_judge_exits_5_and_nothing_passes(tmp_path: Path) -> None:
     assert result.exit_code == 5, result.output
     assert "coverage: judged 16 of 44 evaluations (36.4%; by the judge 0 of 28, by code 16 of 16); 28 unscored:" in result.stdout
     assert "passed 0 | failed 0 | incomplete 8" in result.stdout
-    assert "pass rate n/a" in result.stdout
+    assert "pass rate no pass rule" in result.stdout
     assert "is below --min-coverage 1.0" in result.stderr
     results = load_results(out)
     assert len(results) == 8 and {r["verify"]["verdict"] for r in results} == {"incomplete"}
     # --fail-under cannot turn it green either, and a lower --min-coverage still refuses 0%
-    assert run_demo(tmp_path, "--fail-under", "0.9", preset=preset, output="b.json")[0].exit_code == 5
+    assert run_demo(tmp_path, "--fail-under", "0.9", "--set", "rubric_pass_threshold=0.5", preset=preset,
+                    output="b.json")[0].exit_code == 5
     assert run_demo(tmp_path, "--min-coverage", "0.5", preset=preset, output="c.json")[0].exit_code == 5
 
 
 def test_min_coverage_zero_lets_an_incomplete_run_through_to_fail_under(tmp_path: Path) -> None:
     preset = judge_preset(tmp_path, "stub.json", constant_reply="The answer looks fine to me.")
-    result, _ = run_demo(tmp_path, "--min-coverage", "0", "--fail-under", "0.5", preset=preset)
+    result, _ = run_demo(tmp_path, "--min-coverage", "0", "--fail-under", "0.5", "--set", "rubric_pass_threshold=0.5",
+                         preset=preset)
     assert result.exit_code == 4, result.output
 
 

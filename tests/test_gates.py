@@ -149,7 +149,7 @@ def test_a_metric_with_nothing_to_measure_does_not_meet_its_gate() -> None:
             return json.dumps({"scores": {"correct": True, "clarity": 9}})  # clarity is never scored
         return honest(request)
 
-    outcome = run(["mean(clarity) >= 1", "pass_rate >= 0"], script=out_of_range)
+    outcome = run(["mean(clarity) >= 1", "pass_rate >= 0"], script=out_of_range, rubric_pass_threshold=0.6)
     (clarity, rate) = outcome.summary.gate_results()
     assert (clarity.value, clarity.passed) == (None, False)
     assert (rate.value, rate.passed) == (None, False)  # every task incomplete: no pass rate at all
@@ -179,7 +179,7 @@ def test_gates_are_not_part_of_the_run_identity() -> None:
 def test_show_plan_lists_the_gates_and_refuses_a_gate_on_an_unknown_trait(capsys: pytest.CaptureFixture[str]) -> None:
     from verify.results.report import render_plan
 
-    good = make_config(gates=["mean(clarity) >= 4", "pass_rate >= 0.9"])
+    good = make_config(gates=["mean(clarity) >= 4", "pass_rate >= 0.9"], rubric_pass_threshold=0.8)
     render_plan(bench(), good, bench().questions)
     assert "gates: mean(clarity) >= 4; pass_rate >= 0.9 (checked at the end; not met: exit 4)" in capsys.readouterr().out
     with pytest.raises(ConfigError, match="gate 'mean\\(clearness\\) >= 4': no trait 'clearness'"):

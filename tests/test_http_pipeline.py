@@ -37,7 +37,7 @@ def test_deep_judgment_over_http_scores_every_trait(tmp_path: Path) -> None:
         outcome = run_verification(load_benchmark(DEMO), http_config(server.url), answers=ANSWERS,
                                    question_ids=["demo-capital", "demo-cold"], output=tmp_path / "r.jsonl")
         assert server.request_count > 0
-    assert outcome.summary.total == 2 and outcome.summary.passed == 2
+    assert outcome.summary.total == 2 and outcome.summary.judged_tasks == 2
     assert sorted(r.metadata.question_id for r in outcome.results) == ["demo-capital", "demo-cold"]
     for result in outcome.results:
         assert result.rubric is not None and result.deep_judgment_rubric is not None
@@ -69,7 +69,7 @@ def test_transient_errors_are_retried_with_backoff(status: int) -> None:
         outcome = run_verification(load_benchmark(DEMO), config, answers=ANSWERS, question_ids=["demo-capital"])
         statuses = [r["status"] for r in server.requests if r["path"].endswith("/chat/completions")]
     assert statuses[:2] == [status, status] and 200 in statuses
-    assert outcome.summary.passed == 1 and outcome.results[0].metadata.errors == []
+    assert outcome.summary.judged_tasks == 1 and outcome.results[0].metadata.errors == []
 
 
 def test_the_runner_closes_the_http_clients_it_opened(monkeypatch: pytest.MonkeyPatch) -> None:

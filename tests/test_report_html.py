@@ -138,7 +138,7 @@ def test_the_page_is_well_formed_with_the_page_script_and_the_data_only(runs: di
     # the DOM contract's static parts
     assert re.search(r'<input id="search"', text)
     assert re.findall(r'<option value="([a-z_]+)"', text.split('id="status-filter"')[1].split("</select>")[0]) == [
-        "all", "passed", "failed", "incomplete", "auto_failed"]
+        "all", "passed", "judged", "failed", "incomplete", "auto_failed"]
     assert '<table id="tasks">' in text
     assert "document.body.dataset.ready = '1'" in SCRIPT
 

@@ -147,10 +147,11 @@ async def test_pass_threshold_is_the_trait_bar_on_its_normalised_score() -> None
     assert bad.metadata.failure.category == "required_trait"
 
 
-async def test_a_karenina_rubric_keeps_passing_and_gets_its_score_recorded() -> None:
+async def test_a_karenina_rubric_is_judged_not_failed_and_gets_its_score_recorded() -> None:
     traits = [boolean("correct"), score("clear")]
     result = await judged(traits, {"correct": False, "clear": 2})
-    assert result.verdict == "passed" and result.metadata.failure is None  # karenina has no rubric verdict
+    # karenina has no rubric verdict: never failed, and (no rule decided it) never passed either
+    assert result.verdict == "judged" and result.metadata.failure is None
     weighed = result.rubric.rubric_verdict if result.rubric else None
     assert weighed is not None and weighed.verdict is None
     assert weighed.score == pytest.approx((0 + 0.25) / 2)

@@ -112,7 +112,7 @@ async def test_problems_are_sent_back_and_a_later_reply_is_used() -> None:
     assert result.rubric is not None and result.rubric.schema_judgments is not None
     judgment = result.rubric.schema_judgments["capital"]
     assert judgment.result_type == "direct_result" and judgment.attempts == 3
-    assert result.verdict == "passed"
+    assert result.verdict == "judged"
 
 
 async def test_a_reply_never_usable_is_a_failure_and_the_trait_unscored() -> None:
@@ -177,7 +177,7 @@ async def test_the_simulated_judge_fills_the_schema_and_cites_real_segments(mode
     judgment = rubric.schema_judgments["capital"]
     assert judgment.result_type == "direct_result" and judgment.proven is True and judgment.attempts == 1
     assert judgment.output is not None and judgment.output["label"] == "pass"
-    assert result.verdict == "passed"
+    assert result.verdict == "judged"
 
 
 async def test_the_simulated_judge_under_fabrication_quotes_what_is_not_there() -> None:

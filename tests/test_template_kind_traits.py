@@ -121,7 +121,7 @@ async def test_filled_fields_are_stored_under_dotted_keys(strategy: str) -> None
     assert rubric.trait_status["answer_facts"].status == "scored"
     coverage = result.metadata.coverage
     assert coverage is not None and coverage.judged == coverage.total == 3 and not coverage.unscored
-    assert result.verdict == "passed"
+    assert result.verdict == "judged"
     # one call, for this trait alone, whatever the strategy; the schema is in the prompt and the request
     (request,) = template_requests(judge)
     assert request.purpose is Purpose.RUBRIC_SINGLE

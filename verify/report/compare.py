@@ -19,7 +19,8 @@ from verify.results.verdict import unscored_category
 __all__ = ["comparison", "outcome_text"]
 
 _FIGURES = (
-    ("tasks", "tasks", "count"), ("passed", "passed", "count"), ("failed", "failed", "count"),
+    ("tasks", "tasks", "count"), ("passed", "passed", "count"), ("judged_tasks", "judged (no pass rule)", "count"),
+    ("failed", "failed", "count"),
     ("incomplete", "incomplete", "count"), ("with_errors", "with execution errors", "count"),
     ("pass_rate", "pass rate (of complete tasks)", "rate"), ("coverage", "coverage", "rate"),
     ("judged", "evaluations judged", "count"), ("evaluations", "evaluations", "count"),

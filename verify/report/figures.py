@@ -15,6 +15,7 @@ from verify.report.runs import Run
 from verify.report.task_data import trait_kind
 from verify.results.models import VerificationResult
 from verify.results.summary import Summary
+from verify.results.verdict import outcome_of
 
 __all__ = ["run_figures", "value_key"]
 
@@ -116,12 +117,13 @@ def run_figures(run: Run) -> dict[str, Any]:
         traits.add(result)
         meta = result.metadata
         pair = pairs[f"{meta.answering.display} / {meta.parsing.display}"]
-        pair[result.verdict] += 1
+        pair[outcome_of(result)] += 1
         warnings.update(meta.warnings)
     header = _header(run.header)
     figures = {
         "tasks": summary.total, "passed": summary.passed, "failed": summary.failed,
-        "incomplete": summary.incomplete, "with_errors": summary.errors, "pass_rate": summary.pass_rate,
+        "incomplete": summary.incomplete, "with_errors": summary.errors, "judged_tasks": summary.judged_tasks,
+        "pass_rule": summary.has_pass_rule, "pass_rate": summary.pass_rate if summary.has_pass_rule else None,
         "coverage": summary.coverage, "coverage_line": summary.coverage_line(), "judged": summary.judged,
         "evaluations": summary.evaluations, "unscored": dict(summary.unscored),
         "failure_categories": dict(summary.failure_categories), "model_calls": summary.model_calls,
@@ -138,7 +140,8 @@ def run_figures(run: Run) -> dict[str, Any]:
     notes = [*header["warnings"], *([untrusted] if untrusted else [])]
     return {
         "label": run.label, "path": str(run.path), "header": header, "figures": figures,
-        "pairs": [{"pair": name, "passed": c["passed"], "failed": c["failed"], "incomplete": c["incomplete"],
+        "pairs": [{"pair": name, "passed": c["passed"], "judged": c["judged"], "failed": c["failed"],
+                   "incomplete": c["incomplete"],
                    "pass_rate": c["passed"] / (c["passed"] + c["failed"]) if c["passed"] + c["failed"] else None}
                   for name, c in sorted(pairs.items())],
         "traits": traits.records(summary),

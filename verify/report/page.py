@@ -47,7 +47,7 @@ loadData().then(init, err => {
 
 _UNSAFE = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
 _DATA = re.compile(r'<script type="application/json" id="report-data">(.*?)</script>', re.S)
-_STATUS_OPTIONS = (("all", "all statuses"), ("passed", "passed"), ("failed", "failed"),
+_STATUS_OPTIONS = (("all", "all statuses"), ("passed", "passed"), ("judged", "judged (no pass rule)"), ("failed", "failed"),
                    ("incomplete", "incomplete"), ("auto_failed", "auto-failed"))
 
 

@@ -12,8 +12,8 @@ __all__ = ["BASE_JS"]
 BASE_JS = r"""
 'use strict';
 const SVGNS = 'http://www.w3.org/2000/svg';
-const STATUS_LABEL = {passed: 'passed', failed: 'failed', incomplete: 'incomplete', auto_failed: 'auto-failed'};
-const STATUS_ORDER = {passed: 0, failed: 1, auto_failed: 2, incomplete: 3};
+const STATUS_LABEL = {passed: 'passed', judged: 'judged (no pass rule)', failed: 'failed', incomplete: 'incomplete', auto_failed: 'auto-failed'};
+const STATUS_ORDER = {passed: 0, judged: 1, failed: 2, auto_failed: 3, incomplete: 4};
 const R = {data: null, main: null, before: null, byId: new Map(), beforeById: new Map(), colours: new Map()};
 
 function setAttrs(e, attrs) {
@@ -60,7 +60,7 @@ function colourOf(name) {
 function chip(name, text) { return h('span', {class: 'chip ' + colourOf(name)}, text === undefined ? name : text); }
 function card(label, value, title) { return h('div', {class: 'card', title: title || null}, h('div', {class: 'v'}, value), h('div', {class: 'k'}, label)); }
 function statusCounts(tasks) {
-  const c = {passed: 0, failed: 0, auto_failed: 0, incomplete: 0};
+  const c = {passed: 0, judged: 0, failed: 0, auto_failed: 0, incomplete: 0};
   for (const t of tasks) c[t.status] = (c[t.status] || 0) + 1;
   return c;
 }
@@ -98,8 +98,8 @@ function runSummary(run) {
   ]));
   const cost = f.cost_usd === null ? 'no price table' : fmt.money(f.cost_usd);
   box.append(h('div', {class: 'cards'},
-    card('coverage', fmt.pct(f.coverage), f.coverage_line), card('pass rate (complete tasks)', fmt.pct(f.pass_rate)),
-    card('tasks', fmt.num(f.tasks)), card('passed', fmt.num(counts.passed)), card('failed', fmt.num(counts.failed)),
+    card('coverage', fmt.pct(f.coverage), f.coverage_line), f.pass_rule === false ? card('pass rate', 'no pass rule', 'scores only: no template verification, no rubric verdict') : card('pass rate (complete tasks)', fmt.pct(f.pass_rate)),
+    card('tasks', fmt.num(f.tasks)), card('passed', fmt.num(counts.passed)), ...(counts.judged ? [card('judged (no pass rule)', fmt.num(counts.judged))] : []), card('failed', fmt.num(counts.failed)),
     card('auto-failed', fmt.num(counts.auto_failed)), card('incomplete', fmt.num(counts.incomplete)),
     card('with execution errors', fmt.num(f.with_errors)), card('tokens', fmt.num(f.tokens)),
     card('model calls', fmt.num(f.model_calls), fmt.num(f.cached_calls) + ' from cache, ' + fmt.num(f.http_attempts) + ' HTTP attempts'),

@@ -34,20 +34,21 @@ function barChart(rows, label, opts) {
 }
 
 function verdictChart(counts) {
-  const n = counts.passed + counts.failed + counts.auto_failed + counts.incomplete;
+  const n = counts.passed + counts.judged + counts.failed + counts.auto_failed + counts.incomplete;
   const seg = (k, cls) => ({value: counts[k], cls: cls, title: STATUS_LABEL[k] + ': ' + counts[k] + ' of ' + n + ' tasks'});
-  return barChart([{label: 'verdicts', segments: [seg('passed', 'f-pass'), seg('failed', 'f-fail'), seg('auto_failed', 'f-auto'), seg('incomplete', 'f-inc')],
+  return barChart([{label: 'verdicts', segments: [seg('passed', 'f-pass'), seg('judged', 'f-judged'), seg('failed', 'f-fail'), seg('auto_failed', 'f-auto'), seg('incomplete', 'f-inc')],
     note: Object.keys(STATUS_LABEL).map(k => STATUS_LABEL[k] + ' ' + counts[k]).join(' · ')}], 'tasks by verdict');
 }
 
 function pairChart(run) {
   return barChart(run.pairs.map(p => {
-    const n = p.passed + p.failed + p.incomplete;
+    const n = p.passed + p.judged + p.failed + p.incomplete;
     return {label: p.pair, segments: [
       {value: p.passed, cls: 'f-pass', title: p.passed + ' passed'},
+      {value: p.judged, cls: 'f-judged', title: p.judged + ' judged (no pass rule)'},
       {value: p.failed, cls: 'f-fail', title: p.failed + ' failed (judged)'},
       {value: p.incomplete, cls: 'f-inc', title: p.incomplete + ' incomplete (not judged)'}],
-      note: 'pass rate ' + fmt.pct(p.pass_rate) + ' (' + p.passed + ' of ' + (p.passed + p.failed) + ' complete), ' + p.incomplete + ' incomplete of ' + n};
+      note: (p.passed + p.failed ? 'pass rate ' + fmt.pct(p.pass_rate) + ' (' + p.passed + ' of ' + (p.passed + p.failed) + ' complete), ' : p.judged ? 'no pass rule: ' + p.judged + ' judged, ' : '') + p.incomplete + ' incomplete of ' + n};
   }), 'pass rate per answering model and judge', {labelWidth: 420});
 }
 

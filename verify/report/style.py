@@ -10,7 +10,7 @@ __all__ = ["CSS"]
 
 CSS = """
 :root { --fg: #1d2430; --muted: #5d6677; --line: #d9dee7; --bg: #fff; --soft: #f4f6f9;
-  --pass: #2e8b57; --fail: #c0392b; --auto: #8e44ad; --inc: #d68910; --skip: #aab2bf; }
+  --pass: #2e8b57; --judged: #2c7fb8; --fail: #c0392b; --auto: #8e44ad; --inc: #d68910; --skip: #aab2bf; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg);
   background: var(--bg); }
@@ -48,7 +48,7 @@ tr.off-page { display: none; }
 .filters select, .filters input, button { font: inherit; }
 .filters select { max-width: 340px; }
 .status { display: inline-block; padding: 0 6px; border-radius: 9px; color: #fff; font-size: 12px; white-space: nowrap; }
-.s-passed { background: var(--pass); } .s-failed { background: var(--fail); }
+.s-passed { background: var(--pass); } .s-judged { background: var(--judged); } .s-failed { background: var(--fail); }
 .s-auto_failed { background: var(--auto); } .s-incomplete { background: var(--inc); }
 .s-missing { background: var(--skip); }
 .up { color: var(--pass); } .down { color: var(--fail); }
@@ -79,7 +79,7 @@ mark.excerpt.active { outline: 2px solid #111; background: #ffe066; }
 svg.chart { display: block; margin: 6px 0 12px; font-size: 12px; }
 svg.chart text { fill: var(--fg); }
 svg.chart .track { fill: var(--soft); }
-.f-pass { fill: var(--pass); } .f-fail { fill: var(--fail); } .f-auto { fill: var(--auto); }
+.f-pass { fill: var(--pass); } .f-judged { fill: var(--judged); } .f-fail { fill: var(--fail); } .f-auto { fill: var(--auto); }
 .f-inc { fill: var(--inc); } .f-skip { fill: var(--skip); } .f-none { fill: #d5d9e0; }
 .v0 { fill: #1f77b4; } .v1 { fill: #4e9bd1; } .v2 { fill: #7fb8e0; } .v3 { fill: #17becf; } .v4 { fill: #2ca02c; }
 .v5 { fill: #98df8a; } .v6 { fill: #bcbd22; } .v7 { fill: #ff7f0e; } .v8 { fill: #ffbb78; } .v9 { fill: #9467bd; }

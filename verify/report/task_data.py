@@ -10,9 +10,9 @@ blocks (:mod:`verify.report.transcript_data`), each excerpt marked in the text i
 answer's tree is then the submission. A revised task carries its revision record
 (:mod:`verify.report.revision_data`).
 
-Status (the table's ``data-status``): ``passed``, ``failed`` (a judged failure: content,
-abstention), ``auto_failed`` (failed because evidence could not be proven: karenina's ``autofail``
-group) or ``incomplete``.
+Status (the table's ``data-status``): ``passed``, ``judged`` (complete, but no pass rule decided
+it), ``failed`` (a judged failure: content, abstention), ``auto_failed`` (failed because evidence
+could not be proven: karenina's ``autofail`` group) or ``incomplete``.
 """
 
 from __future__ import annotations
@@ -33,10 +33,11 @@ from verify.results.models import (
     TraitOutcome,
     VerificationResult,
 )
+from verify.results.verdict import outcome_of
 
 __all__ = ["STATUSES", "question_record", "task_id", "task_record", "task_status", "trait_kind"]
 
-STATUSES = ("passed", "failed", "incomplete", "auto_failed")
+STATUSES = ("passed", "judged", "failed", "incomplete", "auto_failed")
 
 
 def task_id(task_key: str) -> str:
@@ -45,7 +46,7 @@ def task_id(task_key: str) -> str:
 
 
 def task_status(result: VerificationResult) -> str:
-    verdict = result.verdict
+    verdict = outcome_of(result)  # as the summary counts it: ``judged`` when no rule decided the task
     failure = result.metadata.failure
     if verdict == "failed" and failure is not None and failure.group == "autofail":
         return "auto_failed"
@@ -161,7 +162,7 @@ def task_record(result: VerificationResult, tid: str, config: Mapping[str, Any] 
     return {
         "id": tid, "key": meta.task_key, "question": meta.question_id, "replicate": meta.replicate,
         "answering": meta.answering.display, "judge": meta.parsing.display,
-        "status": task_status(result), "verdict": result.verdict,
+        "status": task_status(result), "verdict": outcome_of(result),
         "failure": meta.failure.model_dump(mode="json") if meta.failure else None,
         "has_answer": answer is not None, "answer_source": template.answer_source if template else None,
         "tree": evidence.tree, "excerpts": evidence.excerpts, "traits": traits,

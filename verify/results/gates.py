@@ -18,12 +18,13 @@ from verify.config.gates import Gate, parse_gate
 from verify.errors import ConfigError, did_you_mean
 from verify.results.models import Coverage, VerificationResult
 from verify.results.rubric_verdict import weighable
+from verify.results.verdict import outcome_of
 
 if TYPE_CHECKING:
     from verify.benchmark.traits import Rubric
     from verify.results.summary import Summary
 
-__all__ = ["GateResult", "GateTallies", "ScopeTally", "check_gates", "evaluate_gates", "failed_gates"]
+__all__ = ["NO_RULE_HINT", "GateResult", "GateTallies", "ScopeTally", "check_gates", "evaluate_gates", "failed_gates"]
 
 
 @dataclass
@@ -42,8 +43,9 @@ class ScopeTally:
     """trait -> [sum of its numeric scores, how many]."""
 
     def add(self, result: VerificationResult, coverage: Coverage) -> None:
-        self.passed += result.verdict == "passed"
-        self.failed += result.verdict == "failed"
+        verdict = outcome_of(result)
+        self.passed += verdict == "passed"
+        self.failed += verdict == "failed"
         self.judged += coverage.judged
         self.evaluations += coverage.total
         rubric = result.rubric
@@ -126,12 +128,22 @@ def failed_gates(summary: Summary, gates: Sequence[str] | None = None) -> list[G
     return [g for g in evaluate_gates(summary.gates if gates is None else gates, summary.tallies) if not g.passed]
 
 
-def check_gates(gates: Sequence[str], rubrics: Sequence[Rubric]) -> None:
-    """Before any call: every trait a gate names is evaluated by some selected question, and a
-    ``rubric_score`` gate has a trait to weigh (else the gate could never be met)."""
+NO_RULE_HINT = ("define one: --set rubric_pass_threshold=0.8 (or rubric_pass_threshold in the preset), give rubric "
+                "traits weight, required, pass_threshold or score_ranges, or use --evaluation-mode "
+                "template_and_rubric (template verification); or gate on coverage, rubric_score or mean(<trait>)")
+"""The options that give a task a pass rule, for a ``pass_rate`` gate on a run without one."""
+
+
+def check_gates(gates: Sequence[str], rubrics: Sequence[Rubric], *, pass_rule: bool = True) -> None:
+    """Before any call: every trait a gate names is evaluated by some selected question, a
+    ``rubric_score`` gate has a trait to weigh, and a ``pass_rate`` gate (``--fail-under`` too) has
+    a task with a pass rule (``pass_rule``): else the gate could never be met."""
     names = {t.name for rubric in rubrics for t in rubric.traits}
     for text in gates:
         gate = parse_gate(text)
+        if gate.metric == "pass_rate" and not pass_rule:
+            raise ConfigError(f"gate {gate.text!r} (--gate or --fail-under): this run has no pass rule "
+                              "(no template verification, no rubric verdict), so no task can pass", NO_RULE_HINT)
         if gate.metric == "mean" and gate.trait not in names:
             known = ", ".join(sorted(names)[:12]) or "none (no rubric is evaluated in this run)"
             raise ConfigError(f"gate {gate.text!r}: no trait {gate.trait!r} in the rubrics of the selected questions"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from verify.results.karenina_read import from_karenina, is_karenina_result
 from verify.results.models import (
     SCHEMA_VERSION,
     DeepJudgmentRubricSection,
@@ -42,9 +43,15 @@ KARENINA_FAILURE_GROUPS = {
 _CAVEATS = frozenset({"partial_content", "embedding_override", "retries_used", "parse_decision_malformed"})
 #: verify's metadata keys karenina's metadata would refuse.
 _OWN_METADATA = ("task_key", "stages", "verdict", "coverage", "errors")
-#: why an evaluation was not judged -> the karenina failure category closest to it
+#: why an evaluation was not judged -> the karenina failure category closest to it. ``untrusted`` (a
+#: pickled callable skipped because --trust-checkpoint-code was not given) is a deliberate skip, not a
+#: fault: karenina's ``system`` group (template_validation, parsing, unexpected_error) would count it
+#: as a bug, and ``content``/``autofail``/``abstained`` would blame the answer. Group ``retry`` is
+#: karenina's "no verdict yet; run the row again" bucket (``karenina repair --failure-group retry``
+#: reruns exactly those), which is the fix here; its category ``connection`` is karenina's catch-all
+#: for a budget spent outside the answer. The reason and ``details.unscored`` name the real cause.
 _GAP_CATEGORY = {"unparseable": "parsing", "invalid_reply": "parsing", "contradiction": "parsing",
-                 "code": "unexpected_error"}
+                 "code": "unexpected_error", "untrusted": "connection"}
 
 # karenina's keys that verify does not fill, with karenina's defaults: an export has every key a
 # karenina export has, so code reading the JSON directly finds them. Keys verify fills win.
@@ -125,10 +132,13 @@ def karenina_failure(result: VerificationResult) -> dict[str, Any] | None:
     if result.verdict != "incomplete":
         return None
     gaps = result.metadata.coverage.unscored if result.metadata.coverage else {}
-    first = next(iter(gaps.values()), "unexpected_error")
+    # a real gap decides the category before a deliberate skip does
+    first = next((why for why in gaps.values() if why != "untrusted"), next(iter(gaps.values()), "unexpected_error"))
     category = first if first in KARENINA_FAILURE_GROUPS else _GAP_CATEGORY.get(first, "unexpected_error")
     stage = "verify_template" if list(gaps)[:1] == ["template"] else "rubric_evaluation"
     named = ", ".join(f"{name} ({why})" for name, why in gaps.items()) or "an evaluation"
+    if "untrusted" in gaps.values():
+        named += "; untrusted: pickled callable code not run, rerun with --trust-checkpoint-code to judge it"
     return {"category": category, "stage": stage, "reason": f"not judged: {named}"[:500],
             "details": {"unscored": gaps}, "group": KARENINA_FAILURE_GROUPS[category]}
 
@@ -157,11 +167,11 @@ def verify_metadata(data: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def from_export(data: dict[str, Any]) -> VerificationResult:
-    """A result read from an export: karenina's form with a ``verify`` section, or verify's own
-    (older exports and progress lines, whose metadata still holds the task key)."""
+    """A result read from an export: karenina's form with a ``verify`` section, verify's own (older
+    exports and progress lines, whose metadata still holds the task key), or one karenina wrote."""
     own = data.get(OWN_SECTION)
     if not isinstance(own, dict):
-        return VerificationResult.model_validate(data)
+        return from_karenina(data) if is_karenina_result(data) else VerificationResult.model_validate(data)
     out: dict[str, Any] = {"schema_version": own.get("schema_version", SCHEMA_VERSION),
                            "metadata": verify_metadata(data)}
     for name, model in _SECTIONS.items():

@@ -31,9 +31,11 @@ TraitStatus = Literal["scored", "unscored", "skipped", "auto_failed"]
 Score = bool | int | float
 TraitValue = Score | str | list[bool | int | float | str]
 """An ``llm_trait_scores`` value: a trait's score, or one field of a template-kind trait ("trait.field")."""
-Verdict = Literal["passed", "failed", "incomplete"]
+Verdict = Literal["passed", "judged", "failed", "incomplete"]
 """``incomplete``: some evaluation the task needed was not judged (an unusable reply, an outage, a
-template that did not compile), so neither pass nor fail is known."""
+template that did not compile), so neither pass nor fail is known. ``judged``: everything was judged
+but no rule decides the task (no template verification, no rubric verdict asked for), so nothing
+passed; a rubric verdict itself is never ``judged``."""
 
 UnscoredCategory = Literal[
     "unparseable", "invalid_reply", "code", "untrusted", "no_answer", "nothing_to_evaluate", "contradiction"]

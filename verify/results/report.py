@@ -14,6 +14,7 @@ from verify.config.deep_judgment import resolve_trait
 from verify.errors import ConfigError
 from verify.judging.deterministic import is_pickled
 from verify.results.reasons import NO_VALID_QUOTE
+from verify.results.verdict import NO_PASS_RULE
 from verify.results.verdict_plan import verdict_plan
 from verify.run.pipeline import FINALIZE, plan
 from verify.stages.transcripts import plan_note
@@ -51,6 +52,7 @@ def render_plan(
     from rich.text import Text
 
     from verify.results.gates import check_gates
+    from verify.results.rubric_verdict import gives_verdict
     from verify.run.tasks import check_deep_judgment_names, check_templates, task_rubric
     from verify.templates.time_limit import DEFAULT_CODE_TIME_LIMIT
 
@@ -95,7 +97,9 @@ def render_plan(
     else:
         console.print(f"answer templates: not used in {config.evaluation_mode} mode")
     if config.gates:
-        check_gates(config.gates, [task_rubric(benchmark, config, q)[0] for q in questions])  # a typo fails here too
+        rubrics = [task_rubric(benchmark, config, q)[0] for q in questions]
+        pass_rule = config.template_enabled or any(gives_verdict(r, config) for r in rubrics)
+        check_gates(config.gates, rubrics, pass_rule=pass_rule)  # a typo fails here too
         console.print(Text("gates: " + "; ".join(config.gates) + " (checked at the end; not met: exit 4)"))
     if not config.rubric_enabled:
         console.print("rubric traits are not evaluated in template_only mode")
@@ -151,10 +155,11 @@ def render_summary(outcome: RunOutcome) -> None:
     untrusted = s.untrusted_line()
     if untrusted:
         console.print(untrusted, style="yellow", markup=False, highlight=False)
-    rate = f"{s.pass_rate:.3f}" if s.passed + s.failed else "n/a (no task was fully judged)"
+    judged = f"judged (no pass rule) {s.judged_tasks} | " if s.judged_tasks else ""
+    rate = s.pass_rate_text() + ("" if not s.has_pass_rule else " (of complete tasks)")
     console.print(
-        f"tasks: {s.total} (resumed {outcome.resumed}) | passed {s.passed} | failed {s.failed} | "
-        f"incomplete {s.incomplete} | with errors {s.errors} | pass rate {rate} (of complete tasks)"
+        f"tasks: {s.total} (resumed {outcome.resumed}) | passed {s.passed} | {judged}failed {s.failed} | "
+        f"incomplete {s.incomplete} | with errors {s.errors} | pass rate {rate}"
     )
     console.print(
         f"model calls: {s.model_calls} live ({s.http_attempts} HTTP attempts), {s.cached_calls} from cache; "
@@ -181,7 +186,8 @@ def render_summary(outcome: RunOutcome) -> None:
     for col in ("models", "passed", "complete tasks", "pass rate"):
         models.add_column(col)
     for key, (passed, total) in sorted(s.by_model.items()):
-        models.add_row(key, str(passed), str(total), f"{passed / total:.3f}" if total else "-")
+        models.add_row(key, str(passed), str(total), f"{passed / total:.3f}" if total else
+                       ("-" if s.has_pass_rule else NO_PASS_RULE))
     console.print(models)
     if s.by_trait:
         traits = Table(title="by trait")

@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from verify.config.verification import VerificationConfig
 
 __all__ = [
-    "DEFAULT_THRESHOLD", "REQUIRED_TRAIT", "RUBRIC_THRESHOLD", "asks_for_verdict", "check_weighable", "normalise",
+    "DEFAULT_THRESHOLD", "REQUIRED_TRAIT", "RUBRIC_THRESHOLD", "asks_for_verdict", "check_weighable", "gives_verdict",
+    "normalise",
     "normalisation", "threshold_of", "verdict_failure", "weigh", "weighable",
 ]
 
@@ -60,6 +61,12 @@ def threshold_of(config: VerificationConfig) -> float:
 def asks_for_verdict(rubric: Rubric, config: VerificationConfig) -> bool:
     """Whether the task's rubric verdict counts: the config sets a threshold, or a trait weighs itself."""
     return config.rubric_pass_threshold is not None or any(uses_weighting(t) for t in rubric.traits)
+
+
+def gives_verdict(rubric: Rubric, config: VerificationConfig) -> bool:
+    """Whether the task gets a rubric verdict: one is asked for and some trait can be weighed
+    (:func:`weigh` gives none otherwise). With the template stages off, its only pass rule."""
+    return asks_for_verdict(rubric, config) and any(weighable(t) for t in rubric.traits)
 
 
 def weighable(trait: Any) -> bool:

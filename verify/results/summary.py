@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from verify.results.gates import GateResult, GateTallies, evaluate_gates
 from verify.results.models import VerificationResult
 from verify.results.revisions import RevisionTally
-from verify.results.verdict import coverage_of
+from verify.results.verdict import NO_PASS_RULE, coverage_of, has_pass_rule, outcome_of
 
 __all__ = ["Summary", "TraitTally"]
 
@@ -47,6 +47,10 @@ class Summary:
     passed: int = 0
     failed: int = 0
     incomplete: int = 0
+    judged_tasks: int = 0
+    """Complete tasks that no rule decided (verdict ``judged``): neither passed nor failed."""
+    ruled: int = 0
+    """Tasks a pass rule decided (template verification or a rubric verdict); none: no pass rate."""
     errors: int = 0
     judged: int = 0
     evaluations: int = 0
@@ -92,16 +96,20 @@ class Summary:
         self.total += 1
         meta = result.metadata
         key = f"{meta.answering.display} / {meta.parsing.display}"
-        verdict = result.verdict
+        verdict = outcome_of(result)
+        self.ruled += has_pass_rule(result)
+        counts = self.by_model[key]  # every pair gets a row, with or without complete tasks
         if verdict == "passed":
             self.passed += 1
-            self.by_model[key][0] += 1
+            counts[0] += 1
         elif verdict == "failed":
             self.failed += 1
+        elif verdict == "judged":
+            self.judged_tasks += 1
         else:
             self.incomplete += 1
-        if verdict != "incomplete":
-            self.by_model[key][1] += 1
+        if verdict in ("passed", "failed"):
+            counts[1] += 1
         coverage = meta.coverage or coverage_of(
             planned_traits=result.rubric.trait_status if result.rubric else [], rubric=result.rubric,
             template_planned=False, template=result.template, failure=meta.failure, answered=True,
@@ -196,6 +204,17 @@ class Summary:
         """Passed over complete tasks (0.0 when no task is complete)."""
         complete = self.passed + self.failed
         return self.passed / complete if complete else 0.0
+
+    @property
+    def has_pass_rule(self) -> bool:
+        """Whether any task had a rule to pass (else there is no pass rate, only scores)."""
+        return self.ruled > 0
+
+    def pass_rate_text(self) -> str:
+        """The pass rate as the terminal shows it: ``0.875``, ``n/a (...)`` or ``no pass rule (...)``."""
+        if not self.has_pass_rule and self.total:
+            return f"{NO_PASS_RULE} (scores only; see --show-plan for the options that set one)"
+        return f"{self.pass_rate:.3f}" if self.passed + self.failed else "n/a (no task was fully judged)"
 
     @property
     def coverage(self) -> float:

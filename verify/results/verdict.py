@@ -5,15 +5,36 @@ that is not skipped, and the template verification when the template stages run)
 judged (a score, a verdict, an auto-fail) or listed in ``Coverage.unscored`` with why. A task
 with a gap is ``incomplete``, never ``passed``; a failure that *was* judged (wrong content,
 evidence that could not be proven, an abstention) still makes it ``failed``.
+
+"Passed" needs a rule that was met: the template's verification (the template modes) or a rubric
+verdict (a threshold, a weight, a required trait). A complete task that no rule decided, as in
+``rubric_only`` with scores only, is ``judged``: its scores are recorded, and nothing passed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from verify.results.models import Coverage, Failure, RubricSection, TemplateSection, TraitOutcome, Verdict
+from verify.results.models import (
+    Coverage,
+    Failure,
+    RubricSection,
+    TemplateSection,
+    TraitOutcome,
+    Verdict,
+    VerificationResult,
+)
 
-__all__ = ["JUDGED_FAILURE_GROUPS", "coverage_of", "unscored_category", "verdict_of"]
+__all__ = [
+    "JUDGED_FAILURE_GROUPS", "NO_PASS_RULE", "OUTCOMES", "coverage_of", "has_pass_rule", "outcome_of", "pass_rule_of",
+    "unscored_category", "verdict_of",
+]
+
+OUTCOMES: tuple[Verdict, ...] = ("passed", "judged", "failed", "incomplete")
+"""Every outcome a task can have, in the order the summary and the progress bar show them."""
+NO_PASS_RULE = "no pass rule"
+"""What the summary, the page and the exports show instead of a pass rate when no task had a rule."""
+_TEMPLATE_MODES = frozenset({"template_only", "template_and_rubric"})
 
 JUDGED_FAILURE_GROUPS = frozenset({"content", "autofail", "abstained"})
 """Failure groups that are verdicts about the answer; the others (system, retry) mean it was not judged."""
@@ -82,9 +103,32 @@ def coverage_of(
     return coverage
 
 
-def verdict_of(failure: Failure | None, coverage: Coverage) -> Verdict:
+def verdict_of(failure: Failure | None, coverage: Coverage, *, pass_rule: bool = True) -> Verdict:
+    """``pass_rule``: whether a rule decides the task (see :func:`has_pass_rule`); without one a
+    complete task is ``judged``, never ``passed``."""
     if failure is not None and failure.group in JUDGED_FAILURE_GROUPS:
         return "failed"
     if failure is not None or not coverage.complete:
         return "incomplete"
-    return "passed"
+    return "passed" if pass_rule else "judged"
+
+
+def pass_rule_of(template_planned: bool, rubric: RubricSection | None) -> bool:
+    """Whether a rule decides the task: the template's verification (planned in the template modes),
+    or a rubric verdict that was asked for (its ``verdict`` is None when none was)."""
+    verdict = rubric.rubric_verdict if rubric is not None else None
+    return template_planned or (verdict is not None and verdict.verdict is not None)
+
+
+def has_pass_rule(result: VerificationResult) -> bool:
+    """:func:`pass_rule_of` for a saved result."""
+    return pass_rule_of(result.metadata.evaluation_mode in _TEMPLATE_MODES, result.rubric)
+
+
+def outcome_of(result: VerificationResult) -> Verdict:
+    """The one place that says which outcome a result counts as: the progress bar and the summary
+    both count through it, so they never disagree (an incomplete task is not a failed one). A result
+    saved as ``passed`` that no rule decided (an older verify export, or karenina's rubric-only run,
+    where a task passes when nothing failed) counts as ``judged``."""
+    verdict = result.verdict
+    return "judged" if verdict == "passed" and not has_pass_rule(result) else verdict

@@ -42,8 +42,9 @@ def verdict_plan(benchmark: Benchmark, config: VerificationConfig, questions: Se
         line = (f"rubric verdict: on for {len(asking)} of {with_traits} question(s) with rubric traits (their rubric "
                 f"sets {_FIELDS}), threshold {bar:.2f}; set rubric_pass_threshold to give every rubric a verdict")
     else:
-        return VerdictPlan(f"rubric verdict: off (scores only, as in karenina); set rubric_pass_threshold, or give "
-                           f"traits {_FIELDS}")
+        ends = "" if config.template_enabled else "; no pass rule: complete tasks end 'judged', never 'passed'"
+        return VerdictPlan(f"rubric verdict: off (scores only, as in karenina){ends}; set rubric_pass_threshold, "
+                           f"or give traits {_FIELDS}")
     plan = VerdictPlan(line)
     seen: set[tuple[str, str]] = set()
     for q, traits in asking:

@@ -35,7 +35,7 @@ from verify.results.models import (
     VerificationResult,
 )
 from verify.results.rubric_verdict import verdict_failure, weigh
-from verify.results.verdict import coverage_of, verdict_of
+from verify.results.verdict import coverage_of, pass_rule_of, verdict_of
 from verify.secrets import redact
 from verify.stages import Stage
 from verify.stages.answer import GenerateAnswer
@@ -134,7 +134,8 @@ def finalize(state: TaskState, deps: Deps, started: float) -> VerificationResult
         evaluation_mode=deps.config.evaluation_mode,
         stages=[*state.stages, FINALIZE],
         failure=state.failure,
-        verdict=verdict_of(state.failure, coverage),
+        verdict=verdict_of(state.failure, coverage,
+                           pass_rule=pass_rule_of(deps.config.template_enabled, state.rubric)),
         coverage=coverage,
         caveats=list(tpl.caveats),
         errors=state.errors,

@@ -19,7 +19,7 @@ from verify.benchmark.traits import Provenance, Rubric
 from verify.config.deep_judgment import check_custom_names, resolve_trait
 from verify.errors import ConfigError
 from verify.results.gates import check_gates
-from verify.results.rubric_verdict import check_weighable
+from verify.results.rubric_verdict import check_weighable, gives_verdict
 from verify.run.state import Task
 from verify.sandbox.calls import compile_template_checked
 from verify.sandbox.pool import CodeFailed, WorkerLost
@@ -92,7 +92,8 @@ def check_something_to_evaluate(benchmark: Benchmark, config: VerificationConfig
     """
     rubrics = [task_rubric(benchmark, config, q)[0] for q in questions]
     check_weighable(config, questions, rubrics)  # a rubric verdict can weigh every trait it needs
-    check_gates(config.gates, rubrics)  # every trait a gate names is evaluated
+    pass_rule = config.template_enabled or any(gives_verdict(r, config) for r in rubrics)
+    check_gates(config.gates, rubrics, pass_rule=pass_rule)  # every trait a gate names is evaluated
     if config.template_enabled:
         return
     empty = [q.id for q, rubric in zip(questions, rubrics, strict=True) if not any(evaluates(t) for t in rubric.traits)]
