@@ -306,5 +306,6 @@ async def test_the_simulated_judge_never_quotes_the_templates_markup(answer: str
     judgment = result.rubric.schema_judgments["history"]
     assert judgment.proven is True and judgment.attempts == 1
     assert "agent_run" not in json.dumps(judgment.output)
-    assert result.verdict == "passed"
+    # judged, not failed: the quotes were proven (no rubric verdict is configured, so nothing passes either)
+    assert result.verdict == "judged" and result.metadata.failure is None
 
