@@ -209,6 +209,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
     resumed = len(skip)
     bar = ProgressBar(len(all_tasks) if all_tasks is not None else None, resumed) if options.progress else None
     ran = 0
+    ran_keys: set[str] = set()  # the tasks this process ran (the others' calls were made by an earlier run)
     caps = answerer_caps(config)
 
     async def one(task: Task) -> VerificationResult:
@@ -240,6 +241,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
         for task in pending:
             result = await one(task)
             ran += 1
+            ran_keys.add(task.key)
             if writer:
                 try:
                     writer.write(result)
@@ -303,7 +305,12 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
     if progress_file is not None and options.output is not None:
         summary = Summary(prices=options.prices, gates=config.gates)
         for r in latest_results(progress_file):
-            summary.add(r)
+            summary.add(r, earlier=r.metadata.task_key not in ran_keys)  # live calls: this process's only
+        if summary.total < resumed + ran:  # a result lost between the progress file and the export
+            raise RunStopped(
+                f"{progress_file} holds {summary.total} result(s), but the run finished {resumed + ran}: "
+                f"the export {options.output} was not written", "rerun with --resume; if it happens again, report it",
+            )
         header = run_header(config, stages, options.run_name, summary.total,
                             services.structured_output_methods(), identity, _source(benchmark),
                             [gate.as_dict() for gate in summary.gate_results()])
