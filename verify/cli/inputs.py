@@ -104,7 +104,8 @@ def run_inputs(flags: dict[str, Any]) -> list[Path]:
 def saved_config(data: dict[str, Any], manual_traces: Any) -> Any:
     """The judging config saved with a run (no secrets, no manual traces, no permissions such as
     ``trust_checkpoint_code``: those come from this run)."""
-    from verify.config.verification import PERMISSION_FIELDS, VerificationConfig
+    from verify.config.permissions import PERMISSION_FIELDS
+    from verify.config.verification import VerificationConfig
     from verify.errors import ConfigError, format_validation_error
 
     # permissions never come from the saved run: they are given again on this command line

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import ValidationError
 
 from verify.config.models import ModelConfig, RetryPolicy
+from verify.config.permissions import PERMISSION_FIELDS
 from verify.config.report import config_to_dict
 from verify.errors import PresetError, format_validation_error
 from verify.files import write_atomic
@@ -130,8 +131,6 @@ def read_preset(cls: type[C], ref: str | Path, presets_dir: Path | None = None) 
 
 def _without_permissions(config: dict[str, Any], source: str) -> dict[str, Any]:
     """The config without the permission fields it sets: a preset never grants them (a warning says how)."""
-    from verify.config.verification import PERMISSION_FIELDS
-
     given = sorted(name for name in PERMISSION_FIELDS if config.get(name))
     if given:
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
@@ -196,8 +195,6 @@ def write_preset(
     Refuses to replace an existing file unless ``overwrite=True`` (which keeps its ``id`` and
     ``created_at``).
     """
-    from verify.config.verification import PERMISSION_FIELDS
-
     if not 1 <= len(name.strip()) <= 100:
         raise PresetError("preset name must be 1 to 100 characters", hint="pass a shorter, non-empty name")
     if description is not None and len(description) > 500:

@@ -56,15 +56,9 @@ from verify.config.overrides import MODEL_OVERRIDES, OVERRIDE_ALIASES, apply_mod
 from verify.config.prompts import FewShotConfig, PromptConfig
 from verify.errors import ConfigError, ConfigProblems, did_you_mean, format_validation_error, raise_if
 
-__all__ = ["PERMISSION_FIELDS", "VerificationConfig"]
+__all__ = ["VerificationConfig"]
 
 # --------------------------------------------------------------------------- the config
-
-
-#: Config fields that grant a permission (running code from the checkpoint). They are never taken from
-#: a file (a preset, a saved run's config, an export): only from the command line or a Python call,
-#: each run, so a downloaded or shared run cannot grant itself what its user never gave.
-PERMISSION_FIELDS = frozenset({"trust_checkpoint_code"})
 
 
 class VerificationConfig(KareninaConfigMethods, BaseModel):

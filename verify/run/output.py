@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verify.config.verification import PERMISSION_FIELDS
-from verify.errors import ConfigError
+from verify.config.permissions import PERMISSION_FIELDS
+from verify.errors import ConfigError, RunStopped
 from verify.results.export import FORMATS, is_export, load_results, read_export_header
 from verify.results.identity import differences
 from verify.results.karenina_form import verify_metadata
@@ -32,7 +32,7 @@ from verify.results.store import (
     torn_tail,
 )
 
-__all__ = ["OutputPlan", "check_output", "prepare_output"]
+__all__ = ["OutputPlan", "check_nothing_lost", "check_output", "prepare_output"]
 
 log = logging.getLogger("verify")
 
@@ -204,6 +204,14 @@ def _check_saved(where: Path, known: set[str]) -> None:
 
 def _keys(found: list[tuple[str, str]]) -> str:
     return ", ".join(key.replace("\t", " / ") for _, key in found[:3])
+
+
+def check_nothing_lost(progress: Path, output: Path, *, saved: int, finished: int) -> None:
+    """Before the export: the progress file holds a result for every task the run finished, or the
+    run stops (exit 1) rather than export fewer results as if the run were complete."""
+    if saved < finished:
+        raise RunStopped(f"{progress} holds {saved} result(s), but the run finished {finished}: the export {output} "
+                         "was not written", "rerun with --resume; if it happens again, report it as a bug in verify")
 
 
 def _refuse_existing(output: Path, progress: Path) -> None:
