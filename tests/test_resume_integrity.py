@@ -16,7 +16,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from verify.benchmark.jsonld import load_benchmark
-from verify.cli import app
+from verify.cli import _resume_advice, app
 from verify.config.models import ModelConfig
 from verify.config.preset import load_preset
 from verify.errors import ModelError, RunStopped
@@ -265,4 +265,6 @@ def test_a_401_is_summarised_as_authentication_as_the_resume_hint_says() -> None
     failures = [r.metadata.failure for r in outcome.results]
     assert all(f is not None and f.category == "authentication" for f in failures)
     assert dict(outcome.summary.failure_categories) == {"authentication": TASKS}
+    assert set(outcome.summary.unscored) == {"authentication"}  # the traits it left unjudged say so too
     assert {rerun_reason(r.metadata.model_dump()) for r in outcome.results} == {"authentication"}
+    assert f"({TASKS} authentication)" in _resume_advice(outcome.results)  # the hint the CLI prints
