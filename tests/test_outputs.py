@@ -210,8 +210,8 @@ def test_the_export_header_carries_the_identity(tmp_path: Path) -> None:
 def test_failures_the_user_fixes_outside_the_run_are_run_again() -> None:
     auth = "judge: AuthenticationError: Error code: 401 - {'error': {'message': 'Incorrect API key provided'}}"
     assert fixable_reason("permanent", auth) == "authentication"
-    assert fixable_reason("permanent", "judge: NotFoundError: Error code: 404 - model 'gpt-9' does not exist") == "model not found"
-    assert fixable_reason("permanent", "No module named 'langchain_ollama'") == "missing package"
+    assert fixable_reason("permanent", "judge: NotFoundError: Error code: 404 - model 'gpt-9' does not exist") == "model_not_found"
+    assert fixable_reason("permanent", "No module named 'langchain_ollama'") == "missing_package"
     assert fixable_reason("timeout", "anything") == "timeout"
     assert fixable_reason("permanent", "BadRequestError: Error code: 400 - context length exceeded") is None
     meta = {"failure": None, "errors": [{"stage": "rubric_evaluation", "message": auth, "category": "permanent"}]}

@@ -37,24 +37,38 @@ TRANSIENT_CATEGORIES: tuple[str, ...] = get_args(TransientCategory)
 
 #: Permanent failures the user fixes outside the run (a key, an account's access, a model name, a
 #: package): ``--resume`` runs these tasks again. Matched on the recorded message, which carries the
-#: provider's exception name and status ("AuthenticationError: Error code: 401 ...").
+#: provider's exception name and status ("AuthenticationError: Error code: 401 ..."). Each name is
+#: also the task's failure category, so the summary and the resume hint say the same word.
 _FIXABLE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("authentication", ("authenticationerror", "error code: 401", "status 401", "unauthorized", "invalid api key",
                         "incorrect api key", "invalid x-api-key")),
     ("permission", ("permissiondeniederror", "error code: 403", "status 403", "forbidden")),
-    ("model not found", ("notfounderror", "error code: 404", "status 404", "model_not_found", "does not exist")),
-    ("missing package", ("no module named", "modulenotfounderror", "pip install")),
+    ("model_not_found", ("notfounderror", "error code: 404", "status 404", "model_not_found", "does not exist")),
+    ("missing_package", ("no module named", "modulenotfounderror", "pip install")),
 )
+FIXABLE_CATEGORIES: tuple[str, ...] = tuple(name for name, _ in _FIXABLE)
+#: Categories of a call that failed for good with no more precise name (older results say these too).
+_GENERIC = ("permanent", "model_error", "unexpected_error")
+
+
+def failure_category(category: str | None, message: str | None) -> str:
+    """The one category a failed call is recorded and summarised under: a transient one as it is, a
+    permanent one by what the user fixes (``authentication`` for a 401), else ``unexpected_error``."""
+    if category in TRANSIENT_CATEGORIES or category in FIXABLE_CATEGORIES:
+        return str(category)
+    if category in _GENERIC and message:
+        text = message.lower()
+        found = next((name for name, needles in _FIXABLE if any(n in text for n in needles)), None)
+        if found:
+            return found
+    return "unexpected_error" if category in _GENERIC or not category else category
 
 
 def fixable_reason(category: str | None, message: str | None) -> str | None:
-    """Why a failed task is worth running again after the user fixed something, or ``None``."""
-    if category in TRANSIENT_CATEGORIES:
-        return str(category)
-    if category not in ("permanent", "model_error", "unexpected_error") or not message:
-        return None
-    text = message.lower()
-    return next((reason for reason, needles in _FIXABLE if any(n in text for n in needles)), None)
+    """Why a failed task is worth running again (its :func:`failure_category`, when transient or
+    fixed outside the run), or ``None``."""
+    found = failure_category(category, message)
+    return found if found in TRANSIENT_CATEGORIES or found in FIXABLE_CATEGORIES else None
 
 
 class VerifyError(Exception):

@@ -102,10 +102,14 @@ def run_inputs(flags: dict[str, Any]) -> list[Path]:
 
 
 def saved_config(data: dict[str, Any], manual_traces: Any) -> Any:
-    """The judging config saved with a run (no secrets, no manual traces: those come from this run)."""
+    """The judging config saved with a run (no secrets, no manual traces, no permissions such as
+    ``trust_checkpoint_code``: those come from this run)."""
+    from verify.config.permissions import PERMISSION_FIELDS
     from verify.config.verification import VerificationConfig
     from verify.errors import ConfigError, format_validation_error
 
+    # permissions never come from the saved run: they are given again on this command line
+    data = {k: v for k, v in data.items() if k not in PERMISSION_FIELDS}
     defaults = {k: f.default for k, f in VerificationConfig.model_fields.items() if f.default_factory is None}
     # fields at their default stay unset, as they were in the saved run (config warnings look at what was set)
     data = {k: v for k, v in json.loads(json.dumps(data)).items() if k not in defaults or v != defaults[k]}

@@ -10,6 +10,7 @@ directory, else in ``./presets`` and then in the ``presets/`` directory shipped 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import uuid
 from datetime import UTC, datetime
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import ValidationError
 
 from verify.config.models import ModelConfig, RetryPolicy
+from verify.config.permissions import PERMISSION_FIELDS
 from verify.config.report import config_to_dict
 from verify.errors import PresetError, format_validation_error
 from verify.files import JsonProblem, read_text, write_atomic
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
     from verify.config.verification import VerificationConfig
 
 C = TypeVar("C", bound="VerificationConfig")
+
+log = logging.getLogger("verify")
 
 __all__ = ["default_presets_dirs", "list_presets", "preset_file_name", "read_preset", "sanitized_model", "write_preset"]
 
@@ -113,6 +117,7 @@ def read_preset(cls: type[C], ref: str | Path, presets_dir: Path | None = None) 
     if not isinstance(data, dict):
         raise PresetError(f"{source}: expected a JSON object, found {type(data).__name__}")
     config, prefix = _config_part(data, source, cls)
+    config = _without_permissions(config, source)
     try:
         return cls.model_validate(config)
     except ValidationError as exc:
@@ -126,6 +131,16 @@ def read_preset(cls: type[C], ref: str | Path, presets_dir: Path | None = None) 
             )
             + "compare with a shipped preset such as verify/config/presets/demo.json",
         ) from None
+
+
+def _without_permissions(config: dict[str, Any], source: str) -> dict[str, Any]:
+    """The config without the permission fields it sets: a preset never grants them (a warning says how)."""
+    given = sorted(name for name in PERMISSION_FIELDS if config.get(name))
+    if given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        log.warning("%s sets %s: ignored, permissions never come from a file; pass %s on the command line "
+                    "(or %s in Python) each run", source, ", ".join(given), flags, ", ".join(f"{n}=True" for n in given))
+    return {k: v for k, v in config.items() if k not in PERMISSION_FIELDS}
 
 
 def _config_part(data: dict[str, Any], source: str, cls: type[VerificationConfig]) -> tuple[dict[str, Any], str]:
@@ -209,6 +224,8 @@ def write_preset(
         except (OSError, ValueError):
             old = {}
     dumped = config_to_dict(config, drop_secrets=True)  # URLs lose their credentials, headers their keys
+    for permission in PERMISSION_FIELDS:  # never written: a preset cannot grant them (see read_preset)
+        dumped.pop(permission, None)
     _drop_defaults(dumped, type(config).model_fields, VERIFY_ONLY_FIELDS)
     if isinstance(dumped.get("retry_policy"), dict):
         _drop_defaults(dumped["retry_policy"], RetryPolicy.model_fields, VERIFY_ONLY_RETRY_FIELDS)

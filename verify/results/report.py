@@ -163,7 +163,8 @@ def render_summary(outcome: RunOutcome) -> None:
     )
     console.print(
         f"model calls: {s.model_calls} live ({s.http_attempts} HTTP attempts), {s.cached_calls} from cache; "
-        f"tokens {s.tokens}"
+        f"tokens {s.tokens}" + (f" (the earlier run's results, not counted: {s.earlier_calls} calls, "
+                                f"{s.earlier_tokens} tokens)" if outcome.resumed else "")
     )
     if s.prices is not None:
         unpriced = f" (no price for: {', '.join(sorted(s.unpriced_models))})" if s.unpriced_models else ""

@@ -2,11 +2,22 @@
 
 A run writes ``<output>.progress.jsonl`` as tasks finish; its first line is a header holding the
 run's identity (:mod:`verify.results.identity`), so ``--resume`` can refuse another run's progress.
-``--resume`` reads it back (a torn last line from a killed process is ignored) and skips tasks
-already done; tasks that ended with a transient failure (rate limit, timeout, connection, server
-error) or one the user fixes outside the run (authentication, permission, model not found, missing
-package) are run again, not counted as done. When the run completes, the final export is written
-from this file, keeping the last line per task, so nothing is lost or duplicated.
+``--resume`` reads it back and skips tasks already done; tasks that ended with a transient failure
+(rate limit, timeout, connection, server error) or one the user fixes outside the run
+(authentication, permission, model not found, missing package) are run again, not counted as done.
+When the run completes, the final export is written from this file, keeping the last line per
+task, so nothing is lost or duplicated.
+
+The file is read strictly, because a line skipped is a result lost (and a run that looks complete):
+
+* Only a torn *last* line may be skipped: a line without its newline, which is what a killed
+  process leaves (every line is written with its newline in one write). Any other line that is
+  not a JSON object with a task key, or a header anywhere but line 1, is an error naming the line.
+* A task key appears more than once only when verify wrote it again: ``--resume`` runs a task again
+  only when its latest line has a :func:`rerun_reason`, so a key may repeat only after such a line.
+  A key repeated after a line that finished the task is another copy of the run appended to this
+  one, and refused (see :mod:`verify.run.output`, which also refuses keys that are not tasks of
+  this run).
 """
 
 from __future__ import annotations
@@ -16,10 +27,11 @@ import json
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from verify.errors import UserError, fixable_reason
+from verify.errors import ConfigError, UserError, fixable_reason
 from verify.files import JsonProblem, check_input_file
 from verify.results.karenina_form import from_export, verify_metadata
 from verify.results.models import VerificationResult
@@ -40,21 +52,68 @@ def read_header(path: Path) -> dict[str, Any] | None:
     return None
 
 
-def read_lines(path: Path, *, results_only: bool = True) -> Iterator[dict[str, Any]]:
-    """Every complete JSON line of a progress file; a torn or corrupt line is skipped."""
+@dataclass(frozen=True)
+class SavedLine:
+    """One complete line of a progress file: its JSON object, or why it is not a valid line."""
+
+    number: int
+    data: dict[str, Any] | None
+    problem: str | None = None
+
+
+def scan(path: Path) -> Iterator[SavedLine]:
+    """Every complete line of a progress file, each checked (the torn last line is not one)."""
     if not path.exists():
         return
     _check_regular(path)
-    with path.open("rb") as handle:  # bytes: a line that is not UTF-8 is a corrupt line, as invalid JSON is
-        for line in handle:
-            if not line.endswith(b"\n"):
-                break  # torn final write of a killed run
-            try:
-                data = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(data, dict) and not (results_only and HEADER_KEY in data):
-                yield data
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.endswith(b"\n"):
+                return  # torn final write of a killed run
+            yield check_line(number, raw)
+
+
+def check_line(number: int, raw: bytes) -> SavedLine:
+    """Line ``number`` (its bytes) as a :class:`SavedLine`."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return SavedLine(number, None, "not UTF-8 text")
+    except (ValueError, RecursionError) as exc:
+        return SavedLine(number, None, f"not valid JSON ({str(exc).split(':')[0]})")
+    if not isinstance(data, dict):
+        return SavedLine(number, None, f"a JSON {type(data).__name__}, not a result")
+    if HEADER_KEY in data:
+        return SavedLine(number, data, None if number == 1 else "a second header (another progress file appended)")
+    meta = verify_metadata(data)
+    if meta is None or not isinstance(meta.get("task_key"), str):
+        return SavedLine(number, None, "not a verify result (no task key)")
+    return SavedLine(number, data)
+
+
+def torn_tail(path: Path) -> bool:
+    """Whether the file ends with a line cut off by a killed write (skipped by every reader)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() == 0:
+                return False
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) != b"\n"
+    except OSError:
+        return False
+
+
+def read_lines(path: Path, *, results_only: bool = True) -> Iterator[dict[str, Any]]:
+    """Every line of a progress file as JSON (the torn last line skipped); an invalid line is an
+    error naming the file and line: it is never skipped, since its result would be lost."""
+    for line in scan(path):
+        if line.problem is not None or line.data is None:
+            raise ConfigError(f"{path} line {line.number}: {line.problem}",
+                              "a progress file holds only the lines verify wrote; remove that line, "
+                              "or start again with --overwrite")
+        if not (results_only and HEADER_KEY in line.data):
+            yield line.data
 
 
 def _check_regular(path: Path) -> None:

@@ -66,6 +66,9 @@ class Summary:
     cached_calls: int = 0
     http_attempts: int = 0
     tokens: int = 0
+    earlier_calls: int = 0
+    earlier_tokens: int = 0
+    """Calls and tokens of results loaded from an earlier run (``--resume``): not this process's, so not live."""
     dj_traits: int = 0
     dj_excerpts: int = 0
     dj_rejected: int = 0
@@ -92,7 +95,8 @@ class Summary:
         per_in, per_out = price.get("input_per_million", 0.0), price.get("output_per_million", 0.0)
         return (input_tokens * per_in + output_tokens * per_out) / 1e6
 
-    def add(self, result: VerificationResult) -> None:
+    def add(self, result: VerificationResult, *, earlier: bool = False) -> None:
+        """Count ``result``; ``earlier``: it was loaded from an earlier run, so its calls are not live."""
         self.total += 1
         meta = result.metadata
         key = f"{meta.answering.display} / {meta.parsing.display}"
@@ -129,7 +133,11 @@ class Summary:
                 self.error_messages[message] = self.error_messages.get(message, 0) + 1
         if meta.failure:
             self.failure_categories[meta.failure.category] += 1
-        if result.template and "total" in result.template.usage_metadata:
+        if earlier and result.template and "total" in result.template.usage_metadata:
+            usage = result.template.usage_metadata["total"]
+            self.earlier_calls += usage.calls - usage.cached_calls
+            self.earlier_tokens += usage.total_tokens
+        elif result.template and "total" in result.template.usage_metadata:
             usage = result.template.usage_metadata["total"]
             self.model_calls += usage.calls - usage.cached_calls
             self.cached_calls += usage.cached_calls

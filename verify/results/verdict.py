@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from verify.errors import fixable_reason
 from verify.results.models import (
     Coverage,
     Failure,
@@ -43,8 +44,10 @@ _TEMPLATE_FAILURES = {"parsing": "unparseable", "template_validation": "code", "
 
 
 def unscored_category(outcome: TraitOutcome) -> str:
-    """Why an unscored trait was not judged: the model error's category, else the recorded one."""
-    return outcome.error_category or outcome.unscored_category or "unparseable"
+    """Why an unscored trait was not judged: the model error's category (a 401: ``authentication``, as the
+    task's failure and ``--resume`` say), else the recorded one."""
+    fixable = fixable_reason(outcome.error_category, outcome.reason) if outcome.error_category else None
+    return fixable or outcome.error_category or outcome.unscored_category or "unparseable"
 
 
 def _template_gap(template: TemplateSection | None, failure: Failure | None, answered: bool) -> str | None:

@@ -15,14 +15,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verify.errors import ConfigError
+from verify.config.permissions import PERMISSION_FIELDS
+from verify.errors import ConfigError, RunStopped
 from verify.results.export import FORMATS, is_export, load_results, read_export_header
 from verify.results.identity import differences
 from verify.results.karenina_form import verify_metadata
 from verify.results.lock import lock_path
-from verify.results.store import ResultWriter, progress_path, read_header, read_lines
+from verify.results.store import (
+    HEADER_KEY,
+    ResultWriter,
+    check_line,
+    progress_path,
+    read_header,
+    rerun_reason,
+    scan,
+    torn_tail,
+)
 
-__all__ = ["OutputPlan", "check_output", "prepare_output"]
+__all__ = ["OutputPlan", "check_nothing_lost", "check_output", "prepare_output"]
 
 log = logging.getLogger("verify")
 
@@ -103,47 +113,110 @@ def prepare_output(
     else:
         warnings.append(f"--resume: neither {output} nor {progress} exists; starting a new run")
         return OutputPlan(progress, append=False, warnings=warnings)
+    if saved is not None:
+        _check_identity(where, saved, identity)
+    if where == progress and torn_tail(progress):
+        warnings.append(f"--resume: the last line of {progress} was cut off when the run stopped; it is "
+                        "dropped and its task runs again")
+    _check_saved(where, task_keys())
     if saved is None:
-        _check_task_keys(where, task_keys())
         warnings.append(f"--resume: {where} carries no run identity (a .jsonl export or an older verify); "
                         "its tasks belong to this benchmark and these models, but its judging settings are not checked")
-    else:
-        diffs = differences(saved, identity)
-        if diffs:
-            raise ConfigError(
-                f"--resume: {where} belongs to another run: " + "; ".join(diffs),
-                "resume with the same checkpoint and judging settings, or write to another --output",
-            )
-        if saved.get("verify_version") != identity.get("verify_version"):
-            warnings.append(f"--resume: {where} was written by verify {saved.get('verify_version')}, "
-                            f"this is {identity.get('verify_version')}")
+    elif saved.get("verify_version") != identity.get("verify_version"):
+        warnings.append(f"--resume: {where} was written by verify {saved.get('verify_version')}, "
+                        f"this is {identity.get('verify_version')}")
     if where == output:
         _seed_progress(output, progress, header or {})
     return OutputPlan(progress, append=True, warnings=warnings)
 
 
-def _check_task_keys(where: Path, known: set[str]) -> None:
-    if where.name.endswith(".progress.jsonl"):
-        keys = [str((verify_metadata(d) or {}).get("task_key")) for d in read_lines(where)]
-    else:  # an export: its results are in karenina's form, the task key in verify's own section
-        try:
-            keys = [r.metadata.task_key for r in load_results(where)]
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ConfigError(f"--resume: cannot read the results in {where}: {exc}",
-                              "start again with --overwrite") from None
-    foreign = sorted({k for k in keys if k not in known})
-    if foreign:
-        shown = ", ".join(k.replace("\t", " / ") for k in foreign[:3])
+def _check_identity(where: Path, saved: dict[str, Any], identity: dict[str, Any]) -> None:
+    """The saved run must be this run. A permission it was given is not taken from the file: resumed
+    without it, the run is refused saying which flag to pass again (not merely that the config differs)."""
+    old, new = saved.get("judging_config"), identity.get("judging_config")
+    old, new = (old if isinstance(old, dict) else {}), (new if isinstance(new, dict) else {})
+    missing = sorted(name for name in PERMISSION_FIELDS if old.get(name) and not new.get(name))
+    if missing:
+        flags = ", ".join("--" + name.replace("_", "-") for name in missing)
         raise ConfigError(
-            f"--resume: {where} belongs to another run: {len(foreign)} of its task(s) are not tasks of this "
-            f"benchmark and these models (e.g. {shown})",
-            "resume with the same checkpoint and models, or write to another --output",
+            f"--resume: {where} was started with {flags}, and permissions are never taken from a saved run",
+            f"pass {flags} again if you trust this checkpoint, or start a new run with another --output",
         )
+    diffs = differences(saved, identity)
+    if diffs:
+        raise ConfigError(
+            f"--resume: {where} belongs to another run: " + "; ".join(diffs),
+            "resume with the same checkpoint and judging settings, or write to another --output",
+        )
+
+
+def _saved_entries(where: Path) -> list[tuple[str, dict[str, Any]]]:
+    """``(location, verify metadata)`` of every result saved in ``where``; an unreadable line is an error."""
+    if where.name.endswith(".progress.jsonl") or where.suffix.lower() == ".jsonl":
+        if where.name.endswith(".progress.jsonl"):
+            lines = list(scan(where))
+        else:  # an export is complete: its last line is checked too
+            lines = [check_line(n, raw) for n, raw in enumerate(where.read_bytes().splitlines(), 1) if raw.strip()]
+        problems = [line for line in lines if line.problem is not None]
+        if problems:
+            first = problems[0]
+            more = f" ({len(problems)} invalid lines in all)" if len(problems) > 1 else ""
+            raise ConfigError(f"--resume: {where} line {first.number}: {first.problem}{more}",
+                              "it holds lines verify did not write; remove them, or start again with --overwrite")
+        found = [(f"line {line.number}", verify_metadata(line.data)) for line in lines
+                 if line.data is not None and HEADER_KEY not in line.data]
+        return [(location, meta) for location, meta in found if meta is not None]
+    try:  # a JSON export: its results are in karenina's form, the task key in verify's own section
+        return [(f"result {n}", r.metadata.model_dump()) for n, r in enumerate(load_results(where), 1)]
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise ConfigError(f"--resume: cannot read the results in {where}: {exc}",
+                          "start again with --overwrite") from None
+
+
+def _check_saved(where: Path, known: set[str]) -> None:
+    """Every saved result is a task of this run, saved again only after a line that ``--resume`` runs
+    again (see :mod:`verify.results.store`); otherwise one located line: where, how many, the first keys."""
+    foreign: list[tuple[str, str]] = []
+    repeated: list[tuple[str, str]] = []
+    rerun: dict[str, bool] = {}  # task key -> whether its latest line is one --resume runs again
+    for location, meta in _saved_entries(where):
+        key = str(meta.get("task_key"))
+        if key not in known:
+            foreign.append((location, key))
+        elif key in rerun and not rerun[key]:
+            repeated.append((location, key))
+        rerun[key] = rerun_reason(meta) is not None
+    if foreign:
+        raise ConfigError(
+            f"--resume: {where} {foreign[0][0]}: {len(foreign)} of its task(s) are not tasks of this benchmark "
+            f"x models x replicates (e.g. {_keys(foreign)})",
+            "resume with the same checkpoint, models and replicate count; remove lines added from another run; "
+            "or write to another --output",
+        )
+    if repeated:
+        raise ConfigError(
+            f"--resume: {where} {repeated[0][0]}: {len(repeated)} result(s) repeat a task that was already "
+            f"finished (e.g. {_keys(repeated)}): lines of another copy of this run were added",
+            "remove the repeated lines (verify saves a task again only when --resume runs it again), "
+            "or start again with --overwrite",
+        )
+
+
+def _keys(found: list[tuple[str, str]]) -> str:
+    return ", ".join(key.replace("\t", " / ") for _, key in found[:3])
+
+
+def check_nothing_lost(progress: Path, output: Path, *, saved: int, finished: int) -> None:
+    """Before the export: the progress file holds a result for every task the run finished, or the
+    run stops (exit 1) rather than export fewer results as if the run were complete."""
+    if saved < finished:
+        raise RunStopped(f"{progress} holds {saved} result(s), but the run finished {finished}: the export {output} "
+                         "was not written", "rerun with --resume; if it happens again, report it as a bug in verify")
 
 
 def _refuse_existing(output: Path, progress: Path) -> None:
     if progress.exists():
-        done = sum(1 for _ in read_lines(progress))
+        done = sum(1 for line in scan(progress) if line.data is not None and HEADER_KEY not in line.data)
         raise ConfigError(
             f"{progress} holds {done} finished task(s) of an earlier run on --output {output}",
             "add --resume to continue that run, or --overwrite to discard it and start again",

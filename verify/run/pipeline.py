@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from verify.benchmark.traits import CallableTrait, RegexTrait
-from verify.errors import TRANSIENT_CATEGORIES, ModelError
+from verify.errors import TRANSIENT_CATEGORIES, ModelError, failure_category
 from verify.llm.recording import CallRecord
 from verify.results.models import (
     Coverage,
@@ -114,7 +114,7 @@ def finalize(state: TaskState, deps: Deps, started: float) -> VerificationResult
     if state.failure is None and state.errors:
         err = state.errors[-1]
         group = "retry" if err.category in TRANSIENT_CATEGORIES else "system"
-        category = err.category if err.category in TRANSIENT_CATEGORIES else "unexpected_error"
+        category = failure_category(err.category, err.message)  # a 401: "authentication", as --resume says
         state.fail(category, err.stage, err.message, group)
     coverage = task_coverage(state, deps)
     records = [*(deps.answerer.records if deps.answerer else []), *deps.judge.records]

@@ -27,7 +27,7 @@ from verify.results.lock import OutputLock
 from verify.results.models import SCHEMA_VERSION, VerificationResult, verify_version
 from verify.results.store import ResultWriter, done_keys, latest_results
 from verify.results.summary import Summary
-from verify.run.output import OutputPlan, check_output, prepare_output
+from verify.run.output import OutputPlan, check_nothing_lost, check_output, prepare_output
 from verify.run.pipeline import FINALIZE, plan
 from verify.run.progress import ProgressBar
 from verify.run.recorded import check_recorded_answers
@@ -208,7 +208,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
     pending = (t for t in (all_tasks if all_tasks is not None else build_tasks(benchmark, config, questions)) if t.key not in skip)
     resumed = len(skip)
     bar = ProgressBar(len(all_tasks) if all_tasks is not None else None, resumed) if options.progress else None
-    ran = 0
+    ran_keys: set[str] = set()  # the tasks this process ran (the others' calls were made by an earlier run)
     caps = answerer_caps(config)
 
     async def one(task: Task) -> VerificationResult:
@@ -236,10 +236,9 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
         return await run_revising(task, deps, stages, options.on_evaluation)
 
     async def worker() -> None:
-        nonlocal ran
         for task in pending:
             result = await one(task)
-            ran += 1
+            ran_keys.add(task.key)
             if writer:
                 try:
                     writer.write(result)
@@ -272,7 +271,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
         finished = list(latest_results(progress_file)) if progress_file else results
         which = "--deadline" if options.deadline == limit else "batch_timeout_seconds"
         raise RunStopped(
-            f"the run reached {which}={limit:g} s: {resumed + ran} task(s) finished{saved}",
+            f"the run reached {which}={limit:g} s: {resumed + len(ran_keys)} task(s) finished{saved}",
             f"{resume_hint}, or allow more time", results=finished,
         ) from None
     except _WriteFailed as exc:
@@ -286,7 +285,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
         await _cancel(running)
         if not stopped:
             raise
-        done = (writer.written if writer else ran) + resumed
+        done = (writer.written if writer else len(ran_keys)) + resumed
         raise RunInterrupted(
             f"stopped by {stopped['signal']}: {done} finished task(s){saved}", resume_hint,
             signal_name=stopped["signal"],
@@ -303,7 +302,8 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
     if progress_file is not None and options.output is not None:
         summary = Summary(prices=options.prices, gates=config.gates)
         for r in latest_results(progress_file):
-            summary.add(r)
+            summary.add(r, earlier=r.metadata.task_key not in ran_keys)  # live calls: this process's only
+        check_nothing_lost(progress_file, options.output, saved=summary.total, finished=resumed + len(ran_keys))
         header = run_header(config, stages, options.run_name, summary.total,
                             services.structured_output_methods(), identity, _source(benchmark),
                             [gate.as_dict() for gate in summary.gate_results()])
@@ -316,7 +316,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
             ) from None
         results = list(latest_results(progress_file)) if options.keep_results else results
         progress_file.unlink()
-    return RunOutcome(results=results, summary=summary, tasks=resumed + ran, resumed=resumed,
+    return RunOutcome(results=results, summary=summary, tasks=resumed + len(ran_keys), resumed=resumed,
                       output=options.output, config_warnings=warnings)
 
 
