@@ -9,10 +9,13 @@ A credential is recognised three ways:
 * by **shape**: provider keys (``sk-...``), ``Bearer ...`` tokens, credentials in URLs
   (``scheme://user:password@host``, ``?api_key=...``) and ``api_key=...`` assignments.
 
-:func:`scrub` removes all three from free text (result lines, log records, error messages);
-:func:`redact` also collapses whitespace and shortens; :func:`mask_secrets` masks (or drops) them in
-settings dumps, by name too, including ``[name, value]`` header pairs and ``{"name": ..., "value": ...}``
-entries; :func:`install_log_filter` scrubs every log record.
+:func:`scrub` removes values and shapes from free text (answers, log records, error messages), and
+an assignment only when its value looks like a credential (``export OPENAI_API_KEY=...`` in a hint
+stays); :func:`redact` also collapses whitespace and shortens; :func:`mask_data` and :func:`mask_json`
+scrub every string of data that is serialised (results, progress lines, manifests, the page), never its
+keys or structure, so a trait called ``password`` stays a trait and the JSON stays valid;
+:func:`mask_secrets` masks (or drops) them in settings dumps, by name too, including ``[name, value]``
+header pairs and ``{"name": ..., "value": ...}`` entries; :func:`install_log_filter` scrubs every log record.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from pydantic import BaseModel, SecretStr
 
 __all__ = [
     "FREE_FORM_FIELDS", "MASK", "MIN_SECRET_LENGTH", "SecretFilter", "clear_secrets", "install_log_filter",
-    "is_secret_key", "mask_secrets", "redact", "register_config_secrets", "register_env_secrets",
+    "is_secret_key", "mask_data", "mask_json", "mask_secrets", "redact", "register_config_secrets", "register_env_secrets",
     "register_secrets", "scrub",
 ]
 
@@ -89,11 +92,24 @@ _KEY_SHAPED = re.compile(  # provider keys are long: a short "pk-research-01" is
     r"\b(?:sk|tvly|gsk|xai|pk|rk)(?:-ant|-or|-proj)?[-_][A-Za-z0-9_\-]{20,}|\bAIza[0-9A-Za-z_\-]{30,}"
     r"|\b[Bb](?i:earer)\s+(?=[A-Za-z0-9._\-]*\d)[A-Za-z0-9._\-]{8,}"  # "bearer instruments" is prose
 )
+_KEY_ANYWHERE = re.compile(r"(?:sk|tvly|gsk|xai|pk|rk)(?:-ant|-or|-proj)?[-_][A-Za-z0-9_\-]{20,}")  # no \b
 _KEY_TAIL = re.compile(r"[-_][A-Za-z0-9_\-]{20,}")  # in every provider key, 2 to 4 characters from its start
 _ASSIGNED = re.compile(  # api_key=..., "password": "...", also JSON-escaped; never a mask again
     r"(?i)((?:api[_-]?key|(?:access|auth|refresh)[_-]?token|client[_-]?secret|secret[_-]?key|authorization"
-    r"|passw(?:or)?d)(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?(?:(?:bearer|basic|token)\s+)?)"
-    r"(?!\*)(?!(?:null|true|false|none)(?![\w-]))[^\s\"'\\,;}\]&]+"  # JSON literals stay valid JSON
+    r"|passw(?:or)?d)(?:\\?[\"'])?\s*[:=]\s*(?P<quote>\\?[\"'])?(?:(?:bearer|basic|token)\s+)?)"
+    r"(?!\*)(?!(?:null|true|false|none)(?![\w-]))(?P<value>[^\s\"'\\,;}\]&]+)"  # JSON literals stay valid JSON
+)
+# What an assignment's value must not be to count as a credential: a placeholder a hint or a template
+# shows (``...``, ``***``, ``<your key>``, ``$OPENAI_API_KEY``, ``xxxxxxxx``, ``your-key-here``)...
+_PLACEHOLDER = re.compile(r"(?i)\.\.|\u2026|\*|^[<{\[($%]|^(.)\1+$|xxxx|your|example|placeholder|changeme|redacted")
+# ... a number, or plain words (``passwd: not valid JSON``, ``api_key=required``, ``token: Missing``).
+_NUMBER = re.compile(r"[\d.,:+-]+")
+_PLAIN_WORDS = re.compile(r"(?:[A-Z]?[a-z]+|[A-Z]+)(?:[-_](?:[A-Z]?[a-z]+|[A-Z]+))*")
+# Names that take an assignment, for a first look at serialised JSON: its escapes may sit where a
+# string itself holds a quote or whitespace (``password:\n  value``).
+_ASSIGNED_NAME = re.compile(
+    r"(?i)(?:api[_-]?key|(?:access|auth|refresh)[_-]?token|client[_-]?secret|secret[_-]?key|authorization"
+    r"|passw(?:or)?d)(?:\\*[\"'])?(?:\s|\\[a-z]|\\u[0-9a-f]{4})*[:=]"
 )
 # Each name holds one of these parts, at one of these distances from its start.
 _ASSIGNED_PARTS = {"key": (3, 4, 6, 7), "token": (4, 5, 6, 7, 8), "secret": (0, 6, 7), "authorization": (0,),
@@ -136,12 +152,26 @@ def _key_matches(text: str) -> list[re.Match[str]]:
     return sorted(found, key=lambda m: (m.start(), -m.end()))
 
 
-def _assignment_matches(text: str) -> Iterable[re.Match[str]]:
+def _assignment_matches(text: str, pattern: re.Pattern[str] = _ASSIGNED) -> Iterable[re.Match[str]]:
     lowered = text.lower()
     if len(lowered) != len(text):  # a character whose lowercase is longer: positions would differ
-        return _ASSIGNED.finditer(text)
+        return pattern.finditer(text)
     starts = {at - back for part, backs in _ASSIGNED_PARTS.items() for at in _finds(lowered, part) for back in backs}
-    return [match for s in sorted(starts) if s >= 0 and (match := _ASSIGNED.match(text, s))]
+    return [match for s in sorted(starts) if s >= 0 and (match := pattern.match(text, s))]
+
+
+def _credential_like(value: str, quoted: bool) -> bool:
+    """Whether an assigned value is a credential, not a placeholder, a number or plain words. A quoted
+    value that is one whole token (``"api_key": "abcdefghij"``) counts even when it is one word."""
+    if len(value) < MIN_SECRET_LENGTH or _PLACEHOLDER.search(value) or _NUMBER.fullmatch(value):
+        return False
+    return quoted or not _PLAIN_WORDS.fullmatch(value)
+
+
+def _mask_assignment(match: re.Match[str]) -> str:
+    quote = match.group("quote")
+    quoted = quote is not None and match.string.startswith(quote, match.end())  # the value is the whole string
+    return f"{match.group(1)}***" if _credential_like(match.group("value"), quoted) else match.group(0)
 
 
 def _mask_param(match: re.Match[str]) -> str:
@@ -303,17 +333,62 @@ def _mask_values(text: str) -> str:
 
 
 def scrub(text: str) -> str:
-    """``text`` with every credential masked: registered values (also JSON-escaped or URL-encoded),
-    URL credentials, key-shaped strings and ``api_key=...`` assignments. Safe on a JSON line: the
-    result is still valid JSON."""
+    """``text`` (free text: a message, a traceback, an answer) with every credential masked: registered
+    values (also JSON-escaped or URL-encoded), URL credentials, key-shaped strings and ``api_key=...``
+    assignments whose value looks like a credential (not ``...``, ``<your key>`` or plain words).
+
+    For data that is serialised (results, headers, manifests), use :func:`mask_data` or
+    :func:`mask_json`: they mask values, never keys or structure."""
     text = _mask_values(text)
-    return _replace(text, _assignment_matches(text), lambda m: f"{m.group(1)}***")
+    return _replace(text, _assignment_matches(text), _mask_assignment)
 
 
 def redact(text: str, limit: int = 500) -> str:
     """:func:`scrub`, whitespace collapsed, shortened to ``limit`` characters."""
     text = " ".join(scrub(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------- data
+
+
+def mask_data(value: Any) -> Any:
+    """``value`` (what JSON holds: dicts, lists, strings, numbers) with every string, at any depth,
+    :func:`scrub`-bed; keys only lose registered secrets. Names are never masked for what they are
+    called (a trait ``password``, a question ``api_key``), so what is serialised from the result is
+    the same structure, valid JSON or CSV."""
+    if isinstance(value, str):
+        return scrub(value) if len(value) >= MIN_SECRET_LENGTH else value  # shorter holds no credential
+    if isinstance(value, dict):
+        return {_REGISTRY.mask(k) if isinstance(k, str) else k: mask_data(item) for k, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_data(item) for item in value]
+    return value
+
+
+def mask_json(text: str) -> str:
+    """A JSON document with :func:`mask_data` applied to its data. Returned as it is when nothing in it
+    can be a credential (a first look at the text, as fast as :func:`scrub`), so writing a result line
+    costs a parse and a dump only when it may hold one."""
+    if not _may_hold_secret(text):
+        return text
+    return json.dumps(mask_data(json.loads(text)))
+
+
+def _may_hold_secret(text: str) -> bool:
+    """Whether any string serialised in the JSON ``text`` may hold what :func:`scrub` masks. Looser than
+    :func:`scrub` where JSON escapes could hide a match (no word boundaries, escapes for whitespace)."""
+    compiled = _REGISTRY.compiled
+    if compiled is not None and any(form in text for form in compiled[0]):
+        return True
+    if ("://" in text and "@" in text) or "AIza" in text or "earer" in text or "EARER" in text:
+        return True
+    if "=" in text and any(is_secret_key(match.group(2)) for s in (*_finds(text, "?"), *_finds(text, "&"))
+                           if (match := _QUERY_PARAM.match(text, s))):
+        return True
+    if any(_KEY_ANYWHERE.search(text, max(0, tail.start() - 4), tail.end()) for tail in _KEY_TAIL.finditer(text)):
+        return True
+    return any(True for _ in _assignment_matches(text, _ASSIGNED_NAME))
 
 
 # --------------------------------------------------------------------------- settings dumps

@@ -40,7 +40,7 @@ from verify.cli.karenina import (
 )
 from verify.cli.suite_cmd import convert
 from verify.errors import RunInterrupted, UserError
-from verify.secrets import install_log_filter, register_config_secrets, register_env_secrets, scrub
+from verify.secrets import install_log_filter, mask_data, register_config_secrets, register_env_secrets, scrub
 
 
 class _RunByDefault(typer.core.TyperGroup):
@@ -247,7 +247,7 @@ def _main(flags: dict[str, Any]) -> int:
     for line in config_warnings(config):
         typer.secho(f"warning: {scrub(line)}", err=True, fg="yellow")
     if flags["show_config"]:
-        typer.echo(scrub(json.dumps(config_to_dict(config), indent=2, default=str)))
+        typer.echo(json.dumps(mask_data(config_to_dict(config)), indent=2, default=str))
         return 0
     if flags["benchmark"] is None:
         raise UserError("missing the BENCHMARK file", "verify BENCHMARK.jsonld --preset PRESET (only --resume PATH may leave it out)")
