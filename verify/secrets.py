@@ -92,7 +92,8 @@ _KEY_SHAPED = re.compile(  # provider keys are long: a short "pk-research-01" is
     r"\b(?:sk|tvly|gsk|xai|pk|rk)(?:-ant|-or|-proj)?[-_][A-Za-z0-9_\-]{20,}|\bAIza[0-9A-Za-z_\-]{30,}"
     r"|\b[Bb](?i:earer)\s+(?=[A-Za-z0-9._\-]*\d)[A-Za-z0-9._\-]{8,}"  # "bearer instruments" is prose
 )
-_KEY_ANYWHERE = re.compile(r"(?:sk|tvly|gsk|xai|pk|rk)(?:-ant|-or|-proj)?[-_][A-Za-z0-9_\-]{20,}")  # no \b
+_KEY_ANYWHERE = re.compile(r"(?:sk|tvly|xai|pk|rk)(?:-ant|-or|-proj)?[-_][A-Za-z0-9_\-]{20,}")  # no \b
+_KEY_STARTS = ("sk-", "sk_", "tvly", "xai-", "xai_", "pk-", "pk_", "rk-", "rk_")  # one is in every provider key
 _KEY_TAIL = re.compile(r"[-_][A-Za-z0-9_\-]{20,}")  # in every provider key, 2 to 4 characters from its start
 _ASSIGNED = re.compile(  # api_key=..., "password": "...", also JSON-escaped; never a mask again
     r"(?i)((?:api[_-]?key|(?:access|auth|refresh)[_-]?token|client[_-]?secret|secret[_-]?key|authorization"
@@ -106,15 +107,17 @@ _PLACEHOLDER = re.compile(r"(?i)\.\.|\u2026|\*|^[<{\[($%]|^(.)\1+$|xxxx|your|exa
 _NUMBER = re.compile(r"[\d.,:+-]+")
 _PLAIN_WORDS = re.compile(r"(?:[A-Z]?[a-z]+|[A-Z]+)(?:[-_](?:[A-Z]?[a-z]+|[A-Z]+))*")
 # Names that take an assignment, for a first look at serialised JSON: its escapes may sit where a
-# string itself holds a quote or whitespace (``password:\n  value``).
+# string itself holds a quote or whitespace (``password:\n  value``). A name before an unescaped ``"``
+# and ``:`` ends a key (``{"password": 4}``): that is structure, not an assignment.
 _ASSIGNED_NAME = re.compile(
     r"(?i)(?:api[_-]?key|(?:access|auth|refresh)[_-]?token|client[_-]?secret|secret[_-]?key|authorization"
-    r"|passw(?:or)?d)(?:\\*[\"'])?(?:\s|\\[a-z]|\\u[0-9a-f]{4})*[:=]"
+    r"|passw(?:or)?d)(?:\\+\"|\\*')?(?:\s|\\[a-z]|\\u[0-9a-f]{4})*[:=]"
 )
 # Each name holds one of these parts, at one of these distances from its start.
 _ASSIGNED_PARTS = {"key": (3, 4, 6, 7), "token": (4, 5, 6, 7, 8), "secret": (0, 6, 7), "authorization": (0,),
                    "passw": (0,)}
 _URL_USERINFO = re.compile(r"://([^\s/?#\"'<>\\]+)@")
+_ESCAPED_USERINFO = re.compile(r"://[^\s/?#\"'<>]+@")  # as above, in JSON text: escapes allowed
 _QUERY_PARAM = re.compile(r"([?&])([A-Za-z0-9_.\-\[\]]+)=([^&#\s\"'<>\\]*)")
 _WHOLE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://\S+")
 
@@ -141,7 +144,7 @@ def _replace(text: str, matches: Iterable[re.Match[str]], repl: _Replace) -> str
 
 def _key_matches(text: str) -> list[re.Match[str]]:
     found = []
-    for tail in _KEY_TAIL.finditer(text):
+    for tail in _KEY_TAIL.finditer(text) if any(start in text for start in _KEY_STARTS) else ():
         start, end = max(0, tail.start() - 4), tail.end()
         while match := _KEY_SHAPED.search(text, start, end):
             found.append(match)
@@ -381,12 +384,12 @@ def _may_hold_secret(text: str) -> bool:
     compiled = _REGISTRY.compiled
     if compiled is not None and any(form in text for form in compiled[0]):
         return True
-    if ("://" in text and "@" in text) or "AIza" in text or "earer" in text or "EARER" in text:
+    if "AIza" in text or "earer" in text or "EARER" in text or ("://" in text and _ESCAPED_USERINFO.search(text)):
         return True
     if "=" in text and any(is_secret_key(match.group(2)) for s in (*_finds(text, "?"), *_finds(text, "&"))
                            if (match := _QUERY_PARAM.match(text, s))):
         return True
-    if any(_KEY_ANYWHERE.search(text, max(0, tail.start() - 4), tail.end()) for tail in _KEY_TAIL.finditer(text)):
+    if any(_KEY_ANYWHERE.match(text, at) for start in _KEY_STARTS for at in _finds(text, start)):
         return True
     return any(True for _ in _assignment_matches(text, _ASSIGNED_NAME))
 
