@@ -17,15 +17,14 @@ import pytest
 from typer.testing import CliRunner
 
 from verify.cli import app
+from verify.cli.log_filter import SecretFilter, install_log_filter
 from verify.config.models import ModelConfig
 from verify.config.preset import load_preset, save_preset
 from verify.config.report import config_to_dict
 from verify.config.verification import VerificationConfig
 from verify.secrets import (
     MASK,
-    SecretFilter,
     clear_secrets,
-    install_log_filter,
     is_secret_key,
     mask_data,
     mask_json,

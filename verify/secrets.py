@@ -1,7 +1,6 @@
 """Recognising and removing credentials, in one place.
 
 A credential is recognised three ways:
-
 * by **name**: :func:`is_secret_key` says whether a settings key, header or environment variable
   names one (``Authorization``, ``X-Custom-Auth``, ``api_key``, ``Set-Cookie``, ``HF_TOKEN``...);
 * by **value**: every secret configured for this process, at any length from 8 characters, once
@@ -9,19 +8,16 @@ A credential is recognised three ways:
 * by **shape**: provider keys (``sk-...``), ``Bearer ...`` tokens, credentials in URLs
   (``scheme://user:password@host``, ``?api_key=...``) and ``api_key=...`` assignments.
 
-:func:`scrub` removes values and shapes from free text (answers, log records, error messages), and
-an assignment only when its value looks like a credential (``export OPENAI_API_KEY=...`` in a hint
-stays); :func:`redact` also collapses whitespace and shortens; :func:`mask_data` and :func:`mask_json`
-scrub every string of data that is serialised (results, progress lines, manifests, the page), never its
-keys or structure, so a trait called ``password`` stays a trait and the JSON stays valid;
-:func:`mask_secrets` masks (or drops) them in settings dumps, by name too, including ``[name, value]``
-header pairs and ``{"name": ..., "value": ...}`` entries; :func:`install_log_filter` scrubs every log record.
+:func:`scrub` removes them from free text (answers, logs, errors; an assignment only when its value
+looks like a credential: ``export OPENAI_API_KEY=...`` stays); :func:`redact` also shortens;
+:func:`mask_data` and :func:`mask_json` scrub the strings of data before it is serialised, never its keys
+or structure (a trait called ``password`` stays, the JSON stays valid); :func:`mask_secrets` masks (or
+drops) them in settings dumps, by name too (``[name, value]`` pairs, ``{"name", "value"}`` entries).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import threading
@@ -32,9 +28,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsp
 from pydantic import BaseModel, SecretStr
 
 __all__ = [
-    "FREE_FORM_FIELDS", "MASK", "MIN_SECRET_LENGTH", "SecretFilter", "clear_secrets", "install_log_filter",
-    "is_secret_key", "mask_data", "mask_json", "mask_secrets", "redact", "register_config_secrets", "register_env_secrets",
-    "register_secrets", "scrub",
+    "FREE_FORM_FIELDS", "MASK", "MIN_SECRET_LENGTH", "clear_secrets", "is_secret_key", "mask_data", "mask_json",
+    "mask_secrets", "redact", "register_config_secrets", "register_env_secrets", "register_secrets", "scrub",
 ]
 
 MASK = "**********"
@@ -95,27 +90,21 @@ _KEY_SHAPED = re.compile(  # provider keys are long: a short "pk-research-01" is
 _KEY_ANYWHERE = re.compile(r"(?:sk|tvly|xai|pk|rk)(?:-ant|-or|-proj)?[-_][A-Za-z0-9_\-]{20,}")  # no \b
 _KEY_STARTS = ("sk-", "sk_", "tvly", "xai-", "xai_", "pk-", "pk_", "rk-", "rk_")  # one is in every provider key
 _KEY_TAIL = re.compile(r"[-_][A-Za-z0-9_\-]{20,}")  # in every provider key, 2 to 4 characters from its start
+_NAMES = r"(?:api[_-]?key|(?:access|auth|refresh)[_-]?token|client[_-]?secret|secret[_-]?key|authorization|passw(?:or)?d)"
 _ASSIGNED = re.compile(  # api_key=..., "password": "...", also JSON-escaped; never a mask again
-    r"(?i)((?:api[_-]?key|(?:access|auth|refresh)[_-]?token|client[_-]?secret|secret[_-]?key|authorization"
-    r"|passw(?:or)?d)(?:\\?[\"'])?\s*[:=]\s*(?P<quote>\\?[\"'])?(?:(?:bearer|basic|token)\s+)?)"
+    rf"(?i)({_NAMES}(?:\\?[\"'])?\s*[:=]\s*(?P<quote>\\?[\"'])?(?:(?:bearer|basic|token)\s+)?)"
     r"(?!\*)(?!(?:null|true|false|none)(?![\w-]))(?P<value>[^\s\"'\\,;}\]&]+)"  # JSON literals stay valid JSON
 )
-# What an assignment's value must not be to count as a credential: a placeholder a hint or a template
-# shows (``...``, ``***``, ``<your key>``, ``$OPENAI_API_KEY``, ``xxxxxxxx``, ``your-key-here``)...
+# An assigned value is no credential when a placeholder (``...``, ``***``, ``<your key>``, ``$OPENAI_API_KEY``)...
 _PLACEHOLDER = re.compile(r"(?i)\.\.|\u2026|\*|^[<{\[($%]|^(.)\1+$|xxxx|your|example|placeholder|changeme|redacted")
 # ... a number, or plain words (``passwd: not valid JSON``, ``api_key=required``, ``token: Missing``).
 _NUMBER = re.compile(r"[\d.,:+-]+")
 _PLAIN_WORDS = re.compile(r"(?:[A-Z]?[a-z]+|[A-Z]+)(?:[-_](?:[A-Z]?[a-z]+|[A-Z]+))*")
-# Names that take an assignment, for a first look at serialised JSON: its escapes may sit where a
-# string itself holds a quote or whitespace (``password:\n  value``). A name before an unescaped ``"``
-# and ``:`` ends a key (``{"password": 4}``): that is structure, not an assignment.
-_ASSIGNED_NAME = re.compile(
-    r"(?i)(?:api[_-]?key|(?:access|auth|refresh)[_-]?token|client[_-]?secret|secret[_-]?key|authorization"
-    r"|passw(?:or)?d)(?:\\+\"|\\*')?(?:\s|\\[a-z]|\\u[0-9a-f]{4})*[:=]"
-)
+# The names, for a first look at serialised JSON: escapes may sit where a string holds a quote or
+# whitespace (``password:\n  value``); an unescaped ``"`` and ``:`` end a key (``{"password": 4}``): structure.
+_ASSIGNED_NAME = re.compile(rf"(?i){_NAMES}(?:\\+\"|\\*')?(?:\s|\\[a-z]|\\u[0-9a-f]{{4}})*[:=]")
 # Each name holds one of these parts, at one of these distances from its start.
-_ASSIGNED_PARTS = {"key": (3, 4, 6, 7), "token": (4, 5, 6, 7, 8), "secret": (0, 6, 7), "authorization": (0,),
-                   "passw": (0,)}
+_ASSIGNED_PARTS = {"key": (3, 4, 6, 7), "token": (4, 5, 6, 7, 8), "secret": (0, 6, 7), "authorization": (0,), "passw": (0,)}
 _URL_USERINFO = re.compile(r"://([^\s/?#\"'<>\\]+)@")
 _ESCAPED_USERINFO = re.compile(r"://[^\s/?#\"'<>]+@")  # as above, in JSON text: escapes allowed
 _QUERY_PARAM = re.compile(r"([?&])([A-Za-z0-9_.\-\[\]]+)=([^&#\s\"'<>\\]*)")
@@ -164,8 +153,8 @@ def _assignment_matches(text: str, pattern: re.Pattern[str] = _ASSIGNED) -> Iter
 
 
 def _credential_like(value: str, quoted: bool) -> bool:
-    """Whether an assigned value is a credential, not a placeholder, a number or plain words. A quoted
-    value that is one whole token (``"api_key": "abcdefghij"``) counts even when it is one word."""
+    """Whether an assigned value is a credential, not a placeholder, a number or plain words (a whole
+    quoted value, ``"api_key": "abcdefghij"``, counts even as one word)."""
     if len(value) < MIN_SECRET_LENGTH or _PLACEHOLDER.search(value) or _NUMBER.fullmatch(value):
         return False
     return quoted or not _PLAIN_WORDS.fullmatch(value)
@@ -356,10 +345,9 @@ def redact(text: str, limit: int = 500) -> str:
 
 
 def mask_data(value: Any) -> Any:
-    """``value`` (what JSON holds: dicts, lists, strings, numbers) with every string, at any depth,
-    :func:`scrub`-bed; keys only lose registered secrets. Names are never masked for what they are
-    called (a trait ``password``, a question ``api_key``), so what is serialised from the result is
-    the same structure, valid JSON or CSV."""
+    """``value`` (what JSON holds) with every string, at any depth, :func:`scrub`-bed; keys only lose
+    registered secrets. Nothing is masked for what it is called (a trait ``password``, a question
+    ``api_key``), so what is serialised from the result has the same structure: valid JSON or CSV."""
     if isinstance(value, str):
         return scrub(value) if len(value) >= MIN_SECRET_LENGTH else value  # shorter holds no credential
     if isinstance(value, dict):
@@ -370,9 +358,8 @@ def mask_data(value: Any) -> Any:
 
 
 def mask_json(text: str) -> str:
-    """A JSON document with :func:`mask_data` applied to its data. Returned as it is when nothing in it
-    can be a credential (a first look at the text, as fast as :func:`scrub`), so writing a result line
-    costs a parse and a dump only when it may hold one."""
+    """A JSON document with :func:`mask_data` applied; as it is when nothing in it can be a credential
+    (one look at the text), so a result line costs a parse and a dump only when it may hold one."""
     if not _may_hold_secret(text):
         return text
     return json.dumps(mask_data(json.loads(text)))
@@ -382,16 +369,14 @@ def _may_hold_secret(text: str) -> bool:
     """Whether any string serialised in the JSON ``text`` may hold what :func:`scrub` masks. Looser than
     :func:`scrub` where JSON escapes could hide a match (no word boundaries, escapes for whitespace)."""
     compiled = _REGISTRY.compiled
-    if compiled is not None and any(form in text for form in compiled[0]):
-        return True
-    if "AIza" in text or "earer" in text or "EARER" in text or ("://" in text and _ESCAPED_USERINFO.search(text)):
-        return True
-    if "=" in text and any(is_secret_key(match.group(2)) for s in (*_finds(text, "?"), *_finds(text, "&"))
-                           if (match := _QUERY_PARAM.match(text, s))):
-        return True
-    if any(_KEY_ANYWHERE.match(text, at) for start in _KEY_STARTS for at in _finds(text, start)):
-        return True
-    return any(True for _ in _assignment_matches(text, _ASSIGNED_NAME))
+    return bool(
+        (compiled is not None and any(form in text for form in compiled[0]))
+        or "AIza" in text or "earer" in text or "EARER" in text or ("://" in text and _ESCAPED_USERINFO.search(text))
+        or ("=" in text and any(is_secret_key(match.group(2)) for s in (*_finds(text, "?"), *_finds(text, "&"))
+                                if (match := _QUERY_PARAM.match(text, s))))
+        or any(_KEY_ANYWHERE.match(text, at) for start in _KEY_STARTS for at in _finds(text, start))
+        or any(True for _ in _assignment_matches(text, _ASSIGNED_NAME))
+    )
 
 
 # --------------------------------------------------------------------------- settings dumps
@@ -433,53 +418,3 @@ def mask_secrets(value: Any, *, drop: bool = False, by_name: bool = True) -> Any
         stripped = _strip_url(value)
         return stripped if _mask_values(stripped) == stripped else None
     return value
-
-
-# --------------------------------------------------------------------------- logs
-
-_SCRUBBED = "verify_secrets_scrubbed"
-
-
-class SecretFilter(logging.Filter):
-    """Scrubs a record's message (arguments merged in), exception text and stack; never rejects one."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if getattr(record, _SCRUBBED, False):
-            return True
-        try:
-            message = record.getMessage()
-        except Exception:  # arguments that do not fit the format; a log call must not raise: show both
-            message = f"{record.msg} {record.args!r}"
-        record.msg, record.args = scrub(message), None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = scrub(record.exc_text)
-        if record.stack_info:
-            record.stack_info = scrub(record.stack_info)
-        setattr(record, _SCRUBBED, True)
-        return True
-
-
-class _ScrubbingFactory:
-    """Wraps the log record factory: every record is scrubbed when made, whichever logger makes it
-    (a filter on ``verify`` alone misses records of ``verify.llm...`` propagated to its handlers)."""
-
-    def __init__(self, inner: Callable[..., logging.LogRecord]) -> None:
-        self.inner = inner
-        self.filter = SecretFilter()
-
-    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = self.inner(*args, **kwargs)
-        self.filter.filter(record)
-        return record
-
-
-def install_log_filter() -> None:
-    """Scrub every log record of this process: a :class:`SecretFilter` on the ``verify`` logger, and
-    on the record factory for its child loggers and libraries (httpx logs URLs). Idempotent."""
-    logger = logging.getLogger("verify")
-    if not any(isinstance(f, SecretFilter) for f in logger.filters):
-        logger.addFilter(SecretFilter())
-    if not isinstance(logging.getLogRecordFactory(), _ScrubbingFactory):
-        logging.setLogRecordFactory(_ScrubbingFactory(logging.getLogRecordFactory()))

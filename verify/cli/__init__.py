@@ -38,9 +38,10 @@ from verify.cli.karenina import (
     read_replay,
     resolve_resume,
 )
+from verify.cli.log_filter import install_log_filter
 from verify.cli.suite_cmd import convert
 from verify.errors import RunInterrupted, UserError
-from verify.secrets import install_log_filter, mask_data, register_config_secrets, register_env_secrets, scrub
+from verify.secrets import mask_data, register_config_secrets, register_env_secrets, scrub
 
 
 class _RunByDefault(typer.core.TyperGroup):

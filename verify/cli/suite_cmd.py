@@ -18,8 +18,9 @@ import typer
 
 from verify.benchmark.jsonld import Benchmark, load_benchmark, save_benchmark
 from verify.benchmark.suite import Suite, is_suite_file, load_suite, write_suite
+from verify.cli.log_filter import install_log_filter
 from verify.errors import UserError
-from verify.secrets import install_log_filter, scrub
+from verify.secrets import scrub
 
 __all__ = ["convert", "open_suite", "suite_config"]
 
