@@ -29,6 +29,7 @@ from verify.secrets import (
     mask_data,
     mask_json,
     mask_secrets,
+    may_hold_secret,
     redact,
     register_config_secrets,
     register_env_secrets,
@@ -328,3 +329,13 @@ def test_mask_json_finds_credentials_that_json_escapes_hide_from_a_text_scan(ans
     masked = json.loads(mask_json(line))
     assert masked["trait"] == "password" and masked["answer"] != answer
     assert masked["answer"] == scrub(answer)
+
+
+def test_the_first_look_sees_credentials_in_html_safe_json() -> None:
+    from verify.report.page import script_json
+
+    assert may_hold_secret(script_json({"a": "GET https://h/v1?page=2&token=tt12345678"}))
+    register_secrets(["p<w&rd1234"])
+    text = script_json({"answer": "it said p<w&rd1234", "trait": "password"})
+    assert "p<w&rd1234" not in text and may_hold_secret(text)
+    assert not may_hold_secret(script_json({"answer": "a < b & c", "password": 4}))

@@ -1,6 +1,5 @@
-"""Recognising and removing credentials, in one place.
+"""Recognising and removing credentials, in one place. A credential is recognised three ways:
 
-A credential is recognised three ways:
 * by **name**: :func:`is_secret_key` says whether a settings key, header or environment variable
   names one (``Authorization``, ``X-Custom-Auth``, ``api_key``, ``Set-Cookie``, ``HF_TOKEN``...);
 * by **value**: every secret configured for this process, at any length from 8 characters, once
@@ -29,7 +28,8 @@ from pydantic import BaseModel, SecretStr
 
 __all__ = [
     "FREE_FORM_FIELDS", "MASK", "MIN_SECRET_LENGTH", "clear_secrets", "is_secret_key", "mask_data", "mask_json",
-    "mask_secrets", "redact", "register_config_secrets", "register_env_secrets", "register_secrets", "scrub",
+    "mask_secrets", "may_hold_secret", "redact", "register_config_secrets", "register_env_secrets", "register_secrets",
+    "scrub",
 ]
 
 MASK = "**********"
@@ -95,18 +95,17 @@ _ASSIGNED = re.compile(  # api_key=..., "password": "...", also JSON-escaped; ne
     rf"(?i)({_NAMES}(?:\\?[\"'])?\s*[:=]\s*(?P<quote>\\?[\"'])?(?:(?:bearer|basic|token)\s+)?)"
     r"(?!\*)(?!(?:null|true|false|none)(?![\w-]))(?P<value>[^\s\"'\\,;}\]&]+)"  # JSON literals stay valid JSON
 )
-# An assigned value is no credential when a placeholder (``...``, ``***``, ``<your key>``, ``$OPENAI_API_KEY``)...
+# An assigned value is no credential when a placeholder (``...``, ``***``, ``<your key>``, ``$OPENAI_API_KEY``),
 _PLACEHOLDER = re.compile(r"(?i)\.\.|\u2026|\*|^[<{\[($%]|^(.)\1+$|xxxx|your|example|placeholder|changeme|redacted")
-# ... a number, or plain words (``passwd: not valid JSON``, ``api_key=required``, ``token: Missing``).
-_NUMBER = re.compile(r"[\d.,:+-]+")
+_NUMBER = re.compile(r"[\d.,:+-]+")  # a number or plain words (``passwd: not valid JSON``, ``api_key=required``)
 _PLAIN_WORDS = re.compile(r"(?:[A-Z]?[a-z]+|[A-Z]+)(?:[-_](?:[A-Z]?[a-z]+|[A-Z]+))*")
-# The names, for a first look at serialised JSON: escapes may sit where a string holds a quote or
-# whitespace (``password:\n  value``); an unescaped ``"`` and ``:`` end a key (``{"password": 4}``): structure.
+# For a first look at JSON text: escapes where a string holds quotes or whitespace; ``{"password": 4}`` is a key.
 _ASSIGNED_NAME = re.compile(rf"(?i){_NAMES}(?:\\+\"|\\*')?(?:\s|\\[a-z]|\\u[0-9a-f]{{4}})*[:=]")
-# Each name holds one of these parts, at one of these distances from its start.
-_ASSIGNED_PARTS = {"key": (3, 4, 6, 7), "token": (4, 5, 6, 7, 8), "secret": (0, 6, 7), "authorization": (0,), "passw": (0,)}
+_ASSIGNED_PARTS = {  # each name holds one of these parts, at one of these distances from its start
+    "key": (3, 4, 6, 7), "token": (4, 5, 6, 7, 8), "secret": (0, 6, 7), "authorization": (0,), "passw": (0,)}
 _URL_USERINFO = re.compile(r"://([^\s/?#\"'<>\\]+)@")
 _ESCAPED_USERINFO = re.compile(r"://[^\s/?#\"'<>]+@")  # as above, in JSON text: escapes allowed
+_ESCAPED_PARAM = re.compile(r"(?:[?&]|\\u0026)([A-Za-z0-9_.\-\[\]]+)=")
 _QUERY_PARAM = re.compile(r"([?&])([A-Za-z0-9_.\-\[\]]+)=([^&#\s\"'<>\\]*)")
 _WHOLE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://\S+")
 
@@ -255,8 +254,9 @@ class _Registry:
 
 
 def _forms(value: str) -> set[str]:
-    """``value`` as it appears in text, in a JSON string and in a URL."""
-    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], quote(value, safe="")}
+    """``value`` as it appears in text, in a JSON string (also one made safe for HTML) and in a URL."""
+    html = json.dumps(value, ensure_ascii=False)[1:-1].replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], html, quote(value, safe="")}
 
 
 _REGISTRY = _Registry()
@@ -360,20 +360,20 @@ def mask_data(value: Any) -> Any:
 def mask_json(text: str) -> str:
     """A JSON document with :func:`mask_data` applied; as it is when nothing in it can be a credential
     (one look at the text), so a result line costs a parse and a dump only when it may hold one."""
-    if not _may_hold_secret(text):
+    if not may_hold_secret(text):
         return text
     return json.dumps(mask_data(json.loads(text)))
 
 
-def _may_hold_secret(text: str) -> bool:
-    """Whether any string serialised in the JSON ``text`` may hold what :func:`scrub` masks. Looser than
-    :func:`scrub` where JSON escapes could hide a match (no word boundaries, escapes for whitespace)."""
+def may_hold_secret(text: str) -> bool:
+    """Whether a string serialised in the JSON ``text`` (also HTML-safe: ``\\u0026``) may hold what :func:`scrub`
+    masks: looser than it where escapes could hide a match (no word boundaries, escaped whitespace)."""
     compiled = _REGISTRY.compiled
     return bool(
         (compiled is not None and any(form in text for form in compiled[0]))
         or "AIza" in text or "earer" in text or "EARER" in text or ("://" in text and _ESCAPED_USERINFO.search(text))
-        or ("=" in text and any(is_secret_key(match.group(2)) for s in (*_finds(text, "?"), *_finds(text, "&"))
-                                if (match := _QUERY_PARAM.match(text, s))))
+        or ("=" in text and any(is_secret_key(match.group(1)) for part in ("?", "&", "\\u0026")
+                                for s in _finds(text, part) if (match := _ESCAPED_PARAM.match(text, s))))
         or any(_KEY_ANYWHERE.match(text, at) for start in _KEY_STARTS for at in _finds(text, start))
         or any(True for _ in _assignment_matches(text, _ASSIGNED_NAME))
     )
