@@ -17,17 +17,19 @@ import pytest
 from typer.testing import CliRunner
 
 from verify.cli import app
+from verify.cli.log_filter import SecretFilter, install_log_filter
 from verify.config.models import ModelConfig
 from verify.config.preset import load_preset, save_preset
 from verify.config.report import config_to_dict
 from verify.config.verification import VerificationConfig
 from verify.secrets import (
     MASK,
-    SecretFilter,
     clear_secrets,
-    install_log_filter,
     is_secret_key,
+    mask_data,
+    mask_json,
     mask_secrets,
+    may_hold_secret,
     redact,
     register_config_secrets,
     register_env_secrets,
@@ -253,3 +255,87 @@ def test_scrub_leaves_json_literals_under_credential_names_valid() -> None:
     text = '{"endpoint_api_key": null, "anthropic_api_key": null, "password": true, "api_key": "abcdefghij"}'
     data = json.loads(scrub(text))
     assert data["endpoint_api_key"] is None and data["password"] is True and data["api_key"] == "***"
+
+
+# --------------------------------------------------------------------------- values, never names
+
+
+@pytest.mark.parametrize("text", [
+    "export OPENAI_API_KEY=... (or put it in your environment) and run again",
+    "preset passwd: not valid JSON: Expecting value at line 1 column 1",
+    "export ANTHROPIC_API_KEY=<your key>", "export OPENAI_API_KEY=sk-...", "api_key=$OPENAI_API_KEY",
+    "password: required", "api_key=disabled", "client_secret: xxxxxxxxxx", "token_usage: 12345678",
+    "set api_key=your-api-key-here", '{"password": null, "api_key": 123456789, "secret_key": true}',
+    "Authorization: Bearer ***", "passwd=**********",
+])
+def test_placeholders_and_plain_words_after_credential_names_stay(text: str) -> None:
+    assert scrub(text) == text
+
+
+@pytest.mark.parametrize(("text", "masked"), [
+    ("api_key=Abc123xyz789 rejected", "api_key=*** rejected"),
+    ("password: hunter2hunter2", "password: ***"),
+    ('{"client_secret": "abcdefghij"}', '{"client_secret": "***"}'),  # a whole quoted value: one word counts
+    ("Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic ***"),
+    ("DB_PASSWORD=Tr0ub4dor&3", "DB_PASSWORD=***&3"),
+])
+def test_assignments_of_credential_looking_values_are_masked(text: str, masked: str) -> None:
+    assert scrub(text) == masked
+
+
+def test_cli_hints_and_errors_about_credentials_come_out_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    missing = CliRunner().invoke(app, [str(DEMO), "--preset", "openai", "--no-cache", "--output", str(tmp_path / "o.json")])
+    assert "hint: export OPENAI_API_KEY=... (or put it in your environment) and run again" in missing.output
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "passwd").write_text("{bad", encoding="utf-8")
+    broken = CliRunner().invoke(app, [str(DEMO), "--preset", "./passwd"])
+    assert "error: preset passwd: not valid JSON: Expecting property name" in broken.output, broken.output
+
+
+def test_mask_data_masks_values_at_any_depth_and_never_keys_or_names() -> None:
+    register_secrets([HEADER_SECRET, "12345678"])
+    data = {
+        "password": {"api_key": "fingerprint-abcdef0987", "reset-password": ["auth-token", 12345678]},
+        "answer": f"the key {KEY} and {HEADER_SECRET}, see {CREDENTIAL_URL}",
+        "trace": ({"content": f"api_key=Abc123xyz789\n{HEADER_SECRET}"},), "n": 1.5, "none": None,
+    }
+    masked = mask_data(data)
+    assert masked["password"] == {"api_key": "fingerprint-abcdef0987", "reset-password": ["auth-token", 12345678]}
+    assert masked["answer"] == f"the key {MASK} and {MASK}, see http://***@127.0.0.1:9/v1"
+    assert masked["trace"] == [{"content": f"api_key=***\n{MASK}"}] and masked["n"] == 1.5 and masked["none"] is None
+    assert {f"id-{HEADER_SECRET}": 1} != mask_data({f"id-{HEADER_SECRET}": 1})  # a registered value, even in a key
+    assert data["answer"].startswith("the key sk-")  # the data itself is left as it was
+
+
+def test_mask_json_keeps_the_text_when_nothing_can_be_a_credential() -> None:
+    text = json.dumps({"clarity": 4, "question_id": "reset-password", "answer": "fine, see https://h/x?page=2"})
+    assert mask_json(text) is text
+    register_secrets([HEADER_SECRET])
+    assert mask_json(text) is text
+    named = json.dumps({"password": 4, "api_key": {"question_id": "reset-password"}, "token": "abcdefghijk"})
+    assert mask_json(named) == named  # looked at value by value: names are not values
+
+
+@pytest.mark.parametrize("answer", [
+    f"first line\n{KEY}",  # after an escape: "\\nsk-..." has no word boundary in the text
+    "password:\n\tS3cretValue99",  # whitespace escapes between the name and the value
+    'config: {"api_key": "Abc123xyz789"}',  # quotes escaped in the text
+])
+def test_mask_json_finds_credentials_that_json_escapes_hide_from_a_text_scan(answer: str) -> None:
+    line = json.dumps({"trait": "password", "answer": answer})
+    masked = json.loads(mask_json(line))
+    assert masked["trait"] == "password" and masked["answer"] != answer
+    assert masked["answer"] == scrub(answer)
+
+
+def test_the_first_look_sees_credentials_in_html_safe_json() -> None:
+    from verify.report.page import script_json
+
+    assert may_hold_secret(script_json({"a": "GET https://h/v1?page=2&token=tt12345678"}))
+    register_secrets(["p<w&rd1234"])
+    text = script_json({"answer": "it said p<w&rd1234", "trait": "password"})
+    assert "p<w&rd1234" not in text and may_hold_secret(text)
+    assert not may_hold_secret(script_json({"answer": "a < b & c", "password": 4}))

@@ -1,6 +1,4 @@
-"""Recognising and removing credentials, in one place.
-
-A credential is recognised three ways:
+"""Recognising and removing credentials, in one place. A credential is recognised three ways:
 
 * by **name**: :func:`is_secret_key` says whether a settings key, header or environment variable
   names one (``Authorization``, ``X-Custom-Auth``, ``api_key``, ``Set-Cookie``, ``HF_TOKEN``...);
@@ -9,16 +7,16 @@ A credential is recognised three ways:
 * by **shape**: provider keys (``sk-...``), ``Bearer ...`` tokens, credentials in URLs
   (``scheme://user:password@host``, ``?api_key=...``) and ``api_key=...`` assignments.
 
-:func:`scrub` removes all three from free text (result lines, log records, error messages);
-:func:`redact` also collapses whitespace and shortens; :func:`mask_secrets` masks (or drops) them in
-settings dumps, by name too, including ``[name, value]`` header pairs and ``{"name": ..., "value": ...}``
-entries; :func:`install_log_filter` scrubs every log record.
+:func:`scrub` removes them from free text (answers, logs, errors; an assignment only when its value
+looks like a credential: ``export OPENAI_API_KEY=...`` stays); :func:`redact` also shortens;
+:func:`mask_data` and :func:`mask_json` scrub the strings of data before it is serialised, never its keys
+or structure (a trait called ``password`` stays, the JSON stays valid); :func:`mask_secrets` masks (or
+drops) them in settings dumps, by name too (``[name, value]`` pairs, ``{"name", "value"}`` entries).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import threading
@@ -29,9 +27,9 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsp
 from pydantic import BaseModel, SecretStr
 
 __all__ = [
-    "FREE_FORM_FIELDS", "MASK", "MIN_SECRET_LENGTH", "SecretFilter", "clear_secrets", "install_log_filter",
-    "is_secret_key", "mask_secrets", "redact", "register_config_secrets", "register_env_secrets",
-    "register_secrets", "scrub",
+    "FREE_FORM_FIELDS", "MASK", "MIN_SECRET_LENGTH", "clear_secrets", "is_secret_key", "mask_data", "mask_json",
+    "mask_secrets", "may_hold_secret", "redact", "register_config_secrets", "register_env_secrets", "register_secrets",
+    "scrub",
 ]
 
 MASK = "**********"
@@ -89,16 +87,25 @@ _KEY_SHAPED = re.compile(  # provider keys are long: a short "pk-research-01" is
     r"\b(?:sk|tvly|gsk|xai|pk|rk)(?:-ant|-or|-proj)?[-_][A-Za-z0-9_\-]{20,}|\bAIza[0-9A-Za-z_\-]{30,}"
     r"|\b[Bb](?i:earer)\s+(?=[A-Za-z0-9._\-]*\d)[A-Za-z0-9._\-]{8,}"  # "bearer instruments" is prose
 )
+_KEY_ANYWHERE = re.compile(r"(?:sk|tvly|xai|pk|rk)(?:-ant|-or|-proj)?[-_][A-Za-z0-9_\-]{20,}")  # no \b
+_KEY_STARTS = ("sk-", "sk_", "tvly", "xai-", "xai_", "pk-", "pk_", "rk-", "rk_")  # one is in every provider key
 _KEY_TAIL = re.compile(r"[-_][A-Za-z0-9_\-]{20,}")  # in every provider key, 2 to 4 characters from its start
+_NAMES = r"(?:api[_-]?key|(?:access|auth|refresh)[_-]?token|client[_-]?secret|secret[_-]?key|authorization|passw(?:or)?d)"
 _ASSIGNED = re.compile(  # api_key=..., "password": "...", also JSON-escaped; never a mask again
-    r"(?i)((?:api[_-]?key|(?:access|auth|refresh)[_-]?token|client[_-]?secret|secret[_-]?key|authorization"
-    r"|passw(?:or)?d)(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?(?:(?:bearer|basic|token)\s+)?)"
-    r"(?!\*)(?!(?:null|true|false|none)(?![\w-]))[^\s\"'\\,;}\]&]+"  # JSON literals stay valid JSON
+    rf"(?i)({_NAMES}(?:\\?[\"'])?\s*[:=]\s*(?P<quote>\\?[\"'])?(?:(?:bearer|basic|token)\s+)?)"
+    r"(?!\*)(?!(?:null|true|false|none)(?![\w-]))(?P<value>[^\s\"'\\,;}\]&]+)"  # JSON literals stay valid JSON
 )
-# Each name holds one of these parts, at one of these distances from its start.
-_ASSIGNED_PARTS = {"key": (3, 4, 6, 7), "token": (4, 5, 6, 7, 8), "secret": (0, 6, 7), "authorization": (0,),
-                   "passw": (0,)}
+# An assigned value is no credential when a placeholder (``...``, ``***``, ``<your key>``, ``$OPENAI_API_KEY``),
+_PLACEHOLDER = re.compile(r"(?i)\.\.|\u2026|\*|^[<{\[($%]|^(.)\1+$|xxxx|your|example|placeholder|changeme|redacted")
+_NUMBER = re.compile(r"[\d.,:+-]+")  # a number or plain words (``passwd: not valid JSON``, ``api_key=required``)
+_PLAIN_WORDS = re.compile(r"(?:[A-Z]?[a-z]+|[A-Z]+)(?:[-_](?:[A-Z]?[a-z]+|[A-Z]+))*")
+# For a first look at JSON text: escapes where a string holds quotes or whitespace; ``{"password": 4}`` is a key.
+_ASSIGNED_NAME = re.compile(rf"(?i){_NAMES}(?:\\+\"|\\*')?(?:\s|\\[a-z]|\\u[0-9a-f]{{4}})*[:=]")
+_ASSIGNED_PARTS = {  # each name holds one of these parts, at one of these distances from its start
+    "key": (3, 4, 6, 7), "token": (4, 5, 6, 7, 8), "secret": (0, 6, 7), "authorization": (0,), "passw": (0,)}
 _URL_USERINFO = re.compile(r"://([^\s/?#\"'<>\\]+)@")
+_ESCAPED_USERINFO = re.compile(r"://[^\s/?#\"'<>]+@")  # as above, in JSON text: escapes allowed
+_ESCAPED_PARAM = re.compile(r"(?:[?&]|\\u0026)([A-Za-z0-9_.\-\[\]]+)=")
 _QUERY_PARAM = re.compile(r"([?&])([A-Za-z0-9_.\-\[\]]+)=([^&#\s\"'<>\\]*)")
 _WHOLE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://\S+")
 
@@ -125,7 +132,7 @@ def _replace(text: str, matches: Iterable[re.Match[str]], repl: _Replace) -> str
 
 def _key_matches(text: str) -> list[re.Match[str]]:
     found = []
-    for tail in _KEY_TAIL.finditer(text):
+    for tail in _KEY_TAIL.finditer(text) if any(start in text for start in _KEY_STARTS) else ():
         start, end = max(0, tail.start() - 4), tail.end()
         while match := _KEY_SHAPED.search(text, start, end):
             found.append(match)
@@ -136,12 +143,26 @@ def _key_matches(text: str) -> list[re.Match[str]]:
     return sorted(found, key=lambda m: (m.start(), -m.end()))
 
 
-def _assignment_matches(text: str) -> Iterable[re.Match[str]]:
+def _assignment_matches(text: str, pattern: re.Pattern[str] = _ASSIGNED) -> Iterable[re.Match[str]]:
     lowered = text.lower()
     if len(lowered) != len(text):  # a character whose lowercase is longer: positions would differ
-        return _ASSIGNED.finditer(text)
+        return pattern.finditer(text)
     starts = {at - back for part, backs in _ASSIGNED_PARTS.items() for at in _finds(lowered, part) for back in backs}
-    return [match for s in sorted(starts) if s >= 0 and (match := _ASSIGNED.match(text, s))]
+    return [match for s in sorted(starts) if s >= 0 and (match := pattern.match(text, s))]
+
+
+def _credential_like(value: str, quoted: bool) -> bool:
+    """Whether an assigned value is a credential, not a placeholder, a number or plain words (a whole
+    quoted value, ``"api_key": "abcdefghij"``, counts even as one word)."""
+    if len(value) < MIN_SECRET_LENGTH or _PLACEHOLDER.search(value) or _NUMBER.fullmatch(value):
+        return False
+    return quoted or not _PLAIN_WORDS.fullmatch(value)
+
+
+def _mask_assignment(match: re.Match[str]) -> str:
+    quote = match.group("quote")
+    quoted = quote is not None and match.string.startswith(quote, match.end())  # the value is the whole string
+    return f"{match.group(1)}***" if _credential_like(match.group("value"), quoted) else match.group(0)
 
 
 def _mask_param(match: re.Match[str]) -> str:
@@ -233,8 +254,9 @@ class _Registry:
 
 
 def _forms(value: str) -> set[str]:
-    """``value`` as it appears in text, in a JSON string and in a URL."""
-    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], quote(value, safe="")}
+    """``value`` as it appears in text, in a JSON string (also one made safe for HTML) and in a URL."""
+    html = json.dumps(value, ensure_ascii=False)[1:-1].replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], html, quote(value, safe="")}
 
 
 _REGISTRY = _Registry()
@@ -303,17 +325,58 @@ def _mask_values(text: str) -> str:
 
 
 def scrub(text: str) -> str:
-    """``text`` with every credential masked: registered values (also JSON-escaped or URL-encoded),
-    URL credentials, key-shaped strings and ``api_key=...`` assignments. Safe on a JSON line: the
-    result is still valid JSON."""
+    """``text`` (free text: a message, a traceback, an answer) with every credential masked: registered
+    values (also JSON-escaped or URL-encoded), URL credentials, key-shaped strings and ``api_key=...``
+    assignments whose value looks like a credential (not ``...``, ``<your key>`` or plain words).
+
+    For data that is serialised (results, headers, manifests), use :func:`mask_data` or
+    :func:`mask_json`: they mask values, never keys or structure."""
     text = _mask_values(text)
-    return _replace(text, _assignment_matches(text), lambda m: f"{m.group(1)}***")
+    return _replace(text, _assignment_matches(text), _mask_assignment)
 
 
 def redact(text: str, limit: int = 500) -> str:
     """:func:`scrub`, whitespace collapsed, shortened to ``limit`` characters."""
     text = " ".join(scrub(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------- data
+
+
+def mask_data(value: Any) -> Any:
+    """``value`` (what JSON holds) with every string, at any depth, :func:`scrub`-bed; keys only lose
+    registered secrets. Nothing is masked for what it is called (a trait ``password``, a question
+    ``api_key``), so what is serialised from the result has the same structure: valid JSON or CSV."""
+    if isinstance(value, str):
+        return scrub(value) if len(value) >= MIN_SECRET_LENGTH else value  # shorter holds no credential
+    if isinstance(value, dict):
+        return {_REGISTRY.mask(k) if isinstance(k, str) else k: mask_data(item) for k, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_data(item) for item in value]
+    return value
+
+
+def mask_json(text: str) -> str:
+    """A JSON document with :func:`mask_data` applied; as it is when nothing in it can be a credential
+    (one look at the text), so a result line costs a parse and a dump only when it may hold one."""
+    if not may_hold_secret(text):
+        return text
+    return json.dumps(mask_data(json.loads(text)))
+
+
+def may_hold_secret(text: str) -> bool:
+    """Whether a string serialised in the JSON ``text`` (also HTML-safe: ``\\u0026``) may hold what :func:`scrub`
+    masks: looser than it where escapes could hide a match (no word boundaries, escaped whitespace)."""
+    compiled = _REGISTRY.compiled
+    return bool(
+        (compiled is not None and any(form in text for form in compiled[0]))
+        or "AIza" in text or "earer" in text or "EARER" in text or ("://" in text and _ESCAPED_USERINFO.search(text))
+        or ("=" in text and any(is_secret_key(match.group(1)) for part in ("?", "&", "\\u0026")
+                                for s in _finds(text, part) if (match := _ESCAPED_PARAM.match(text, s))))
+        or any(_KEY_ANYWHERE.match(text, at) for start in _KEY_STARTS for at in _finds(text, start))
+        or any(True for _ in _assignment_matches(text, _ASSIGNED_NAME))
+    )
 
 
 # --------------------------------------------------------------------------- settings dumps
@@ -355,53 +418,3 @@ def mask_secrets(value: Any, *, drop: bool = False, by_name: bool = True) -> Any
         stripped = _strip_url(value)
         return stripped if _mask_values(stripped) == stripped else None
     return value
-
-
-# --------------------------------------------------------------------------- logs
-
-_SCRUBBED = "verify_secrets_scrubbed"
-
-
-class SecretFilter(logging.Filter):
-    """Scrubs a record's message (arguments merged in), exception text and stack; never rejects one."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if getattr(record, _SCRUBBED, False):
-            return True
-        try:
-            message = record.getMessage()
-        except Exception:  # arguments that do not fit the format; a log call must not raise: show both
-            message = f"{record.msg} {record.args!r}"
-        record.msg, record.args = scrub(message), None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = scrub(record.exc_text)
-        if record.stack_info:
-            record.stack_info = scrub(record.stack_info)
-        setattr(record, _SCRUBBED, True)
-        return True
-
-
-class _ScrubbingFactory:
-    """Wraps the log record factory: every record is scrubbed when made, whichever logger makes it
-    (a filter on ``verify`` alone misses records of ``verify.llm...`` propagated to its handlers)."""
-
-    def __init__(self, inner: Callable[..., logging.LogRecord]) -> None:
-        self.inner = inner
-        self.filter = SecretFilter()
-
-    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = self.inner(*args, **kwargs)
-        self.filter.filter(record)
-        return record
-
-
-def install_log_filter() -> None:
-    """Scrub every log record of this process: a :class:`SecretFilter` on the ``verify`` logger, and
-    on the record factory for its child loggers and libraries (httpx logs URLs). Idempotent."""
-    logger = logging.getLogger("verify")
-    if not any(isinstance(f, SecretFilter) for f in logger.filters):
-        logger.addFilter(SecretFilter())
-    if not isinstance(logging.getLogRecordFactory(), _ScrubbingFactory):
-        logging.setLogRecordFactory(_ScrubbingFactory(logging.getLogRecordFactory()))

@@ -38,11 +38,12 @@ from verify.cli.karenina import (
     read_replay,
     resolve_resume,
 )
+from verify.cli.log_filter import install_log_filter
 from verify.cli.suite_cmd import convert
 from verify.errors import RunInterrupted, UserError
 from verify.files import DEFAULT_MAX_INPUT_MB, input_limit, refuse_clobber
 from verify.run.signals import Terminated, raise_terminated
-from verify.secrets import install_log_filter, register_config_secrets, register_env_secrets, scrub
+from verify.secrets import mask_data, register_config_secrets, register_env_secrets, scrub
 
 
 class _RunByDefault(typer.core.TyperGroup):
@@ -248,7 +249,7 @@ def _main(flags: dict[str, Any]) -> int:
     for line in config_warnings(config):
         typer.secho(f"warning: {scrub(line)}", err=True, fg="yellow")
     if flags["show_config"]:
-        typer.echo(scrub(json.dumps(config_to_dict(config), indent=2, default=str)))
+        typer.echo(json.dumps(mask_data(config_to_dict(config)), indent=2, default=str))
         return 0
     if flags["benchmark"] is None:
         raise UserError("missing the BENCHMARK file", "verify BENCHMARK.jsonld --preset PRESET (only --resume PATH may leave it out)")

@@ -206,9 +206,9 @@ class RunDirectory:
 
     def write(self) -> None:
         from verify.files import write_atomic
-        from verify.secrets import scrub
+        from verify.secrets import mask_data
 
-        write_atomic(self.path / "run_manifest.json", scrub(json.dumps(self.manifest, indent=2, sort_keys=True)) + "\n")
+        write_atomic(self.path / "run_manifest.json", json.dumps(mask_data(self.manifest), indent=2, sort_keys=True) + "\n")
 
 
 def _stamp(moment: datetime) -> str:

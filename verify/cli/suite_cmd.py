@@ -18,9 +18,10 @@ import typer
 
 from verify.benchmark.jsonld import Benchmark, load_benchmark, save_benchmark
 from verify.benchmark.suite import Suite, is_suite_file, load_suite, write_suite
+from verify.cli.log_filter import install_log_filter
 from verify.errors import UserError
 from verify.files import DEFAULT_MAX_INPUT_MB, input_limit, refuse_clobber, refuse_same_outputs
-from verify.secrets import install_log_filter, scrub
+from verify.secrets import scrub
 
 __all__ = ["convert", "open_suite", "suite_config"]
 

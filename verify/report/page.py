@@ -7,7 +7,7 @@ as ``\\uXXXX`` escapes (they would break some JavaScript parsers or the UTF-8 fi
 :data:`COMPRESS_ABOVE` characters the JSON is gzipped and base64-encoded (``{"gzip": "..."}``); the
 page inflates it with the browser's ``DecompressionStream``, so a few thousand tasks stay mailable.
 
-Credentials are masked once more (:func:`verify.secrets.scrub`) before the data is written.
+Credentials are masked once more (:func:`verify.secrets.mask_data`) before the data is written.
 
 A Content-Security-Policy allows only the page's own script and stylesheet (by hash): should text
 ever slip through as markup, no script in it could run and nothing could be loaded from anywhere.
@@ -30,7 +30,7 @@ from verify.report.script_charts import CHARTS_JS
 from verify.report.script_table import TABLE_JS
 from verify.report.script_view import VIEW_JS
 from verify.report.style import CSS
-from verify.secrets import scrub
+from verify.secrets import mask_data, may_hold_secret
 
 __all__ = ["COMPRESS_ABOVE", "SCRIPT", "data_of_page", "render_page", "script_json"]
 
@@ -73,7 +73,9 @@ def script_json(value: Any) -> str:
 
 def _embedded(data: dict[str, Any]) -> str:
     # exports are masked when written; masking again covers secrets this process knows of (--report on a run)
-    text = scrub(script_json(data))
+    text = script_json(data)
+    if may_hold_secret(text):  # the data is walked only when one look at its text finds a candidate
+        text = script_json(mask_data(data))
     if len(text) <= COMPRESS_ABOVE:
         return text
     packed = gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)

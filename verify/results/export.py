@@ -30,7 +30,7 @@ from verify.files import JsonProblem, atomic_writer, check_input_file, read_text
 from verify.results.export_csv import csv_columns, csv_row
 from verify.results.karenina_form import OWN_SECTION, from_export, to_karenina
 from verify.results.models import SCHEMA_VERSION, VerificationResult
-from verify.secrets import scrub
+from verify.secrets import mask_data, mask_json
 
 __all__ = ["FORMATS", "FORMAT_VERSION", "export", "is_export", "load_results", "read_export_header"]
 
@@ -63,7 +63,7 @@ def export(results: Iterable[VerificationResult], path: Path, *, header: dict[st
 
 
 def _write_jsonl(results: Iterable[VerificationResult], handle: IO[str]) -> int:
-    lines = (scrub(json.dumps(to_karenina(r))) + "\n" for r in results)
+    lines = (mask_json(json.dumps(to_karenina(r))) + "\n" for r in results)
     return sum(handle.write(line) >= 0 for line in lines)
 
 
@@ -98,10 +98,10 @@ def _write_json(results: Iterable[VerificationResult], handle: IO[str], folder: 
         for r in results:
             k = to_karenina(r)
             tally.add(k)
-            spool.write(("," if tally.total > 1 else "") + scrub(json.dumps(k)) + "\n")
+            spool.write(("," if tally.total > 1 else "") + mask_json(json.dumps(k)) + "\n")
         envelope = {"format_version": FORMAT_VERSION, "metadata": _metadata(header, tally),
                     "shared_data": {"rubric_definition": _rubric_definition(header, tally)}}
-        text = scrub(json.dumps(envelope))
+        text = mask_json(json.dumps(envelope))
         handle.write(text[:-1] + ', "results": [\n')
         spool.seek(0)
         shutil.copyfileobj(spool, handle)
@@ -143,8 +143,8 @@ def _rubric_definition(header: dict[str, Any], tally: _Tally) -> Any:
 
 
 def _write_csv(results: Iterable[VerificationResult], handle: IO[str]) -> int:
-    # CSV needs every column up front; cells are scrubbed before quoting doubles their quotes
-    pairs = [(r, to_karenina(r)) for r in results]
+    # CSV needs every column up front; values are masked before cells are made of them (JSON cells too)
+    pairs = [(r, mask_data(to_karenina(r))) for r in results]
     columns, global_traits, specific = csv_columns(pairs)
     job_id = str(uuid.uuid4())
     exported = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
@@ -152,7 +152,7 @@ def _write_csv(results: Iterable[VerificationResult], handle: IO[str]) -> int:
     writer.writeheader()
     for r, k in pairs:
         row = csv_row(r, k, global_traits, specific, job_id=job_id, exported=exported)
-        writer.writerow({c: scrub(v) if isinstance(v, str) else v for c, v in row.items()})
+        writer.writerow(row)
     return len(pairs)
 
 

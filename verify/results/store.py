@@ -35,7 +35,7 @@ from verify.errors import ConfigError, UserError, fixable_reason
 from verify.files import JsonProblem, check_input_file
 from verify.results.karenina_form import from_export, verify_metadata
 from verify.results.models import VerificationResult
-from verify.secrets import scrub
+from verify.secrets import mask_json
 
 
 def progress_path(output: Path) -> Path:
@@ -167,10 +167,10 @@ class ResultWriter:
         fresh = not (append and path.exists() and path.stat().st_size)
         self._handle: IO[str] = path.open("a" if append else "w", encoding="utf-8")
         if fresh and header is not None:
-            self._line(scrub(json.dumps({HEADER_KEY: 1, **header})))
+            self._line(mask_json(json.dumps({HEADER_KEY: 1, **header})))
 
     def write(self, result: VerificationResult) -> None:
-        self._line(scrub(result.model_dump_json()))  # a key echoed into a reason never reaches the file
+        self._line(mask_json(result.model_dump_json()))  # a key echoed into a reason never reaches the file
         self.written += 1
 
     def _line(self, text: str) -> None:

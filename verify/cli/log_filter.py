@@ -1,0 +1,58 @@
+"""Every log record of this process scrubbed of credentials (:func:`verify.secrets.scrub`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from verify.secrets import scrub
+
+__all__ = ["SecretFilter", "install_log_filter"]
+
+_SCRUBBED = "verify_secrets_scrubbed"
+
+
+class SecretFilter(logging.Filter):
+    """Scrubs a record's message (arguments merged in), exception text and stack; never rejects one."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, _SCRUBBED, False):
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # arguments that do not fit the format; a log call must not raise: show both
+            message = f"{record.msg} {record.args!r}"
+        record.msg, record.args = scrub(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = scrub(record.exc_text)
+        if record.stack_info:
+            record.stack_info = scrub(record.stack_info)
+        setattr(record, _SCRUBBED, True)
+        return True
+
+
+class _ScrubbingFactory:
+    """Wraps the log record factory: every record is scrubbed when made, whichever logger makes it
+    (a filter on ``verify`` alone misses records of ``verify.llm...`` propagated to its handlers)."""
+
+    def __init__(self, inner: Callable[..., logging.LogRecord]) -> None:
+        self.inner = inner
+        self.filter = SecretFilter()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = self.inner(*args, **kwargs)
+        self.filter.filter(record)
+        return record
+
+
+def install_log_filter() -> None:
+    """Scrub every log record of this process: a :class:`SecretFilter` on the ``verify`` logger, and
+    on the record factory for its child loggers and libraries (httpx logs URLs). Idempotent."""
+    logger = logging.getLogger("verify")
+    if not any(isinstance(f, SecretFilter) for f in logger.filters):
+        logger.addFilter(SecretFilter())
+    if not isinstance(logging.getLogRecordFactory(), _ScrubbingFactory):
+        logging.setLogRecordFactory(_ScrubbingFactory(logging.getLogRecordFactory()))
