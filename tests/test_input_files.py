@@ -162,15 +162,15 @@ def test_libyaml_is_used_when_installed(monkeypatch: pytest.MonkeyPatch) -> None
     if not hasattr(yaml, "CSafeLoader"):
         pytest.skip("libyaml is not installed")
     used: list[Any] = []
-    real = yaml.load
 
-    def spy(text: str, Loader: Any) -> Any:  # noqa: N803 - PyYAML's own name
-        used.append(Loader)
-        return real(text, Loader=Loader)
+    class Spy(yaml.CSafeLoader):  # type: ignore[misc, name-defined]
+        def __init__(self, stream: str) -> None:
+            used.append(type(self).__mro__[1])
+            super().__init__(stream)
 
-    monkeypatch.setattr(yaml, "load", spy)
+    monkeypatch.setattr(yaml, "CSafeLoader", Spy)
     assert parse_yaml("a: 1\n") == {"a": 1}
-    assert used == [yaml.CSafeLoader]
+    assert used and all(loader.__module__ == 'yaml.cyaml' for loader in used)
 
 
 # --------------------------------------------------------------------------- the seven internal errors

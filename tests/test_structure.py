@@ -44,7 +44,8 @@ EXPORTED = [
 ]
 
 # The layers: the only modules allowed directly in verify/, and the only packages.
-TOP_LEVEL_MODULES = {"verify", "verify.__main__", "verify.errors", "verify.files", "verify.secrets"}
+TOP_LEVEL_MODULES = {"verify", "verify.__main__", "verify.errors", "verify.files", "verify.secrets",
+                     "verify.yaml_build"}
 PACKAGES = {
     "verify.cli",
     "verify.config",

@@ -253,10 +253,22 @@ def parse_yaml(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """
     import yaml
 
+    from verify.yaml_build import Limit, Unsupported, build
+
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # safe only: a file never builds Python objects
     try:
-        _check_yaml_shape(yaml, loader, text, max_depth)
-        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader, C or Python
+        try:
+            return build(yaml, loader, text, max_depth=max_depth, max_values=MAX_YAML_VALUES)
+        except Unsupported:  # a rare tag or key: PyYAML's own loader, after the same checks
+            _check_yaml_shape(yaml, loader, text, max_depth)
+            return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader, C or Python
+    except Limit as exc:
+        where = f"line {exc.line}, column {exc.column}" if exc.kind == "depth" else f"line {exc.line}"
+        if exc.kind == "depth":
+            raise JsonProblem(f"{where}: nested deeper than {max_depth} levels",
+                              f"flatten the data: verify reads at most {max_depth} levels of nested lists/mappings") from None
+        raise JsonProblem(f"{where}: aliases expand to more than {MAX_YAML_VALUES:,} values",
+                          "write the values out instead of nesting aliases (*name) inside each other") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "top level"
