@@ -212,13 +212,15 @@ def test_planted_secrets_show_in_no_file_the_run_writes(tmp_path: Path, monkeypa
         keep_progress(patch)
         invoke(*args, "--output", runs / "kept.json")
     assert len(progress_lines(progress_path(runs / "kept.json"))) == 9  # header and 8 results, all valid JSON
+    cached = [bench, "--preset", preset, "--answers", answers, "--cache-dir", runs / "cache"]  # the cache is a file too
     for output, extra in (("r.json", ["--report", runs / "run.html"]), ("r.jsonl", []), ("r.csv", [])):
-        result = invoke(*args, "--output", runs / output, *extra)
+        result = invoke(*(cached if output == "r.json" else args), "--output", runs / output, *extra)
         assert result.exit_code == 0, result.output
     assert invoke("report", runs / "r.json", "-o", runs / "report.html").exit_code == 0
 
     files = list(written_files(runs))
-    assert {p.name for p in files} >= {"kept.json.progress.jsonl", "r.json", "r.jsonl", "r.csv", "run.html", "report.html"}
+    assert {p.name for p in files} >= {"kept.json.progress.jsonl", "r.json", "r.jsonl", "r.csv", "run.html", "report.html",
+                                       "responses.sqlite"}
     leaks = [(path.name, secret) for path in files for secret in PLANTED
              if secret in path.read_text(encoding="utf-8", errors="replace")]
     assert leaks == []

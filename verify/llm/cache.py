@@ -28,6 +28,7 @@ from typing import Any
 
 from verify.llm.ports import ChatModel, ChatReply, ChatRequest, Search, SearchHit, Usage
 from verify.llm.structured import TRUNCATED_FINISH_REASONS
+from verify.secrets import mask_data
 
 __all__ = ["CACHE_VERSION", "CachedModel", "ResponseCache", "cache_key"]
 
@@ -107,7 +108,7 @@ class ResponseCache:
         return value if isinstance(value, dict) else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        blob = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        blob = _blob(value)
         try:
             with self._lock:
                 self._conn.execute("BEGIN IMMEDIATE")
@@ -126,7 +127,7 @@ class ResponseCache:
 
     def delete(self, key: str, value: dict[str, Any]) -> None:
         """Delete ``key`` only while it still holds ``value`` (another call may have replaced it)."""
-        blob = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        blob = _blob(value)
         try:
             with self._lock:
                 self._conn.execute("DELETE FROM replies WHERE key = ? AND value = ?", (key, blob))
@@ -206,6 +207,12 @@ class CachedModel:
             self.cache.put(key, record)
             return replace(reply, forget=lambda: self.cache.delete(key, record))
         return reply
+
+
+def _blob(value: dict[str, Any]) -> str:
+    """What the cache stores for ``value``: credentials a model echoed are masked in the values, like every
+    other file verify writes (a rerun from the cache shows the masked text the first run's results showed)."""
+    return json.dumps(mask_data(value), ensure_ascii=False, sort_keys=True)
 
 
 def _record(reply: ChatReply) -> dict[str, Any]:
