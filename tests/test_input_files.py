@@ -20,7 +20,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from verify.benchmark.jsonld import load_benchmark
-from verify.benchmark.traits import LLMTrait
+from verify.benchmark.traits import CallableTrait, LLMTrait
 from verify.cli import app
 from verify.errors import BenchmarkError
 from verify.files import JsonProblem, input_limit, parse_yaml, read_text
@@ -294,6 +294,9 @@ def test_a_score_trait_with_min_equal_to_max_is_located(tmp_path: Path) -> None:
     assert "global trait 'Clarity'" in info.value.message and "min_score = max_score = 3" in info.value.message
     with pytest.raises(ValueError, match="min_score = max_score"):
         LLMTrait(name="x", kind="score", min_score=2, max_score=2)
+    with pytest.raises(ValueError, match="min_score 2 and max_score 2; a score needs a range"):
+        CallableTrait(name="x", kind="score", callable_code="", min_score=2, max_score=2)
+    CallableTrait(name="x", kind="score", callable_code="", min_score=2)  # an unset bound is not checked (karenina)
 
 
 def test_an_empty_recorded_answer_is_a_located_error_before_any_call(tmp_path: Path) -> None:

@@ -189,6 +189,14 @@ class CallableTrait(_Trait):
     kindless: KindlessRating | None = Field(default=None, exclude=True, repr=False,
                                             description="Set when read from a rating without 'kind'.")
 
+    @model_validator(mode="after")
+    def _range(self) -> CallableTrait:
+        lo, hi = self.min_score, self.max_score
+        if self.kind == "score" and lo is not None and hi is not None and lo >= hi:
+            fix = "swap them" if lo > hi else "a score needs a range: raise max_score (or make it a boolean trait)"
+            raise ValueError(f"callable score trait {self.name!r} has min_score {lo} and max_score {hi}; {fix}")
+        return self
+
 
 MetricName = Literal["precision", "recall", "specificity", "accuracy", "f1"]
 _DEFAULT_METRICS: tuple[MetricName, ...] = ("precision", "recall", "f1")
