@@ -309,3 +309,71 @@ async def test_the_simulated_judge_never_quotes_the_templates_markup(answer: str
     # judged, not failed: the quotes were proven (no rubric verdict is configured, so nothing passes either)
     assert result.verdict == "judged" and result.metadata.failure is None
 
+
+
+# --------------------------------------------------------------------------- verdicts against the quotes' own stance
+
+QUOTE = "The process is run at 23 degrees Celsius and usually takes 6 minutes"
+
+
+def stance_judge(stances: list[str], verdicts: list[bool]) -> ScriptedModel:
+    """Quotes for gives_numbers marked with ``stances``; its verdicts come in turn (the last again)."""
+    given: list[int] = []
+
+    def verdict() -> bool:
+        given.append(1)
+        return verdicts[min(len(given), len(verdicts)) - 1]
+
+    def script(request: ChatRequest) -> str:
+        quotes = [{"text": QUOTE if i == 0 else "according to the measurements reported by the laboratory",
+                   "confidence": "high", "supports": s} for i, s in enumerate(stances)]
+        if request.purpose is Purpose.DJ_EXCERPTS and request.trait == "gives_numbers":
+            return json.dumps({"excerpts": quotes})
+        if request.purpose is Purpose.DJ_SCORE and request.trait == "gives_numbers":
+            return json.dumps({"result": verdict()})
+        if request.purpose is Purpose.DJ_BATCH_EXCERPTS:
+            return edit(request, lambda v: "gives_numbers" in v["traits"]
+                        and v["traits"]["gives_numbers"].update(excerpts=quotes, nothing_relevant=False))
+        if request.purpose is Purpose.DJ_BATCH_SCORE:
+            return edit(request, lambda v: "gives_numbers" in v["traits"]
+                        and v["traits"]["gives_numbers"].update(verdict=verdict()))
+        return honest(request)
+    return ScriptedModel(script)
+
+
+@pytest.mark.parametrize("strategy", ["per_trait", "batched"])
+async def test_a_verdict_against_every_quotes_stance_is_sent_back_then_unscored(strategy: str) -> None:
+    judge = stance_judge(["fails", "fails"], [True])
+    state, _ = await run(judge, strategy)
+    outcome = state.rubric.trait_status["gives_numbers"]
+    assert (outcome.status, outcome.unscored_category) == ("unscored", "contradiction")
+    assert outcome.reason == (f"{CONTRADICTION}: every passage you quoted shows the response failing the trait, "
+                              "yet your verdict says it meets it")
+    purpose = Purpose.DJ_SCORE if strategy == "per_trait" else Purpose.DJ_BATCH_SCORE
+    sent_back = [r for r in judge.for_purpose(purpose) if "contradicts your own evidence" in prompt_of(r)]
+    assert len(sent_back) == 1 and "fails" in prompt_of(sent_back[0])
+    assert outcomes(state)["explains_mechanism"][0] == "scored"  # the other traits are untouched
+
+
+@pytest.mark.parametrize("strategy", ["per_trait", "batched"])
+async def test_a_verdict_corrected_after_the_stance_feedback_is_scored(strategy: str) -> None:
+    state, _ = await run(stance_judge(["fails", "fails"], [True, False]), strategy)
+    assert outcomes(state)["gives_numbers"] == ("scored", False, None)
+
+
+@pytest.mark.parametrize(("stances", "verdict"), [(["fails", "meets"], True), (["meets", "meets"], True),
+                                                  (["fails", "fails"], False), (["sideways", "fails"], True)])
+async def test_mixed_agreeing_or_missing_stances_are_no_contradiction(stances: list[str], verdict: bool) -> None:
+    judge = stance_judge(stances, [verdict])
+    state, _ = await run(judge, "per_trait")
+    assert outcomes(state)["gives_numbers"] == ("scored", verdict, None)
+    assert len(judge.for_purpose(Purpose.DJ_SCORE)) == len(TRAITS)  # nothing sent back
+
+
+async def test_quotes_keep_the_stance_the_judge_gave_and_the_prompt_asks_it_of_yes_no_traits_only() -> None:
+    judge = stance_judge(["fails", "fails"], [False])
+    state, _ = await run(judge, "per_trait")
+    excerpts = state.deep_judgment_rubric.extracted_rubric_excerpts["gives_numbers"]
+    assert [e.supports for e in excerpts] == ["fails", "fails"]
+    asked = {r.trait: '"supports"' in prompt_of(r) for r in judge.for_purpose(Purpose.DJ_EXCERPTS)}
+    assert asked["gives_numbers"] is True and asked["clarity"] is False

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
 from verify.benchmark.traits import LLMTrait
-from verify.judging.prompts import TraitExcerptsOutput, context_block, render_trait
+from verify.judging.prompts import STANCE_RULE, TraitExcerptsOutput, context_block, render_trait
 from verify.judging.verdicts import match_names
 
 __all__ = [
@@ -140,8 +140,13 @@ def batch_excerpt_prompt(question: str, response: str, traits: list[LLMTrait], l
         'Return JSON: {"traits": {<trait name>: {"excerpts": [{"text": <a passage copied from the response>, '
         '"confidence": <one of high, medium, low>}], "nothing_relevant": <true or false>}}}, every trait by its '
         'name, directly under "traits". If no passage bears on a trait, give it no excerpts and '
-        '"nothing_relevant": true.'
+        f'"nothing_relevant": true.{_stance(traits)}'
     )
+
+
+def _stance(traits: list[LLMTrait]) -> str:
+    yes_no = [t.name for t in traits if t.kind == "boolean"]
+    return f' For the yes/no traits ({", ".join(yes_no)}) each quote also gives "supports": <{STANCE_RULE}>.' if yes_no else ""
 
 
 @dataclass(frozen=True)

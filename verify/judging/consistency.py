@@ -15,11 +15,11 @@ import re
 from verify.benchmark.traits import LLMTrait
 from verify.judging.prompts import render_trait
 from verify.llm.structured import strip_thinking
-from verify.results.models import Score
+from verify.results.models import Excerpt, Score
 
 __all__ = [
-    "NO_EVIDENCE", "absence_cue", "contradiction_feedback", "criterion_text", "is_absence_criterion",
-    "not_reasoning", "reasoning_feedback", "ungrounded_verdict",
+    "NO_EVIDENCE", "absence_cue", "contradiction_feedback", "criterion_text", "evidence_block", "is_absence_criterion",
+    "not_reasoning", "opposed_verdict", "reasoning_feedback", "ungrounded_verdict",
 ]
 
 NO_EVIDENCE = "No passage of the response bears on this trait."
@@ -69,11 +69,30 @@ def ungrounded_verdict(trait: LLMTrait, score: Score) -> str | None:
             "which needs something in the response to support it")
 
 
-def contradiction_feedback(problem: str) -> str:
+def opposed_verdict(trait: LLMTrait, score: Score, excerpts: list[Excerpt]) -> str | None:
+    """How a yes/no verdict goes against every proven quote's stance (the judge said each passage shows the
+    response failing the trait, then judged it met, or the reverse), or None. Quotes without a stance, or
+    with mixed stances, never make a contradiction: weighing them is the verdict's job."""
+    if trait.kind != "boolean" or not excerpts or any(e.supports is None for e in excerpts):
+        return None
+    against = "fails" if score is True else "meets"
+    if any(e.supports != against for e in excerpts):
+        return None
+    shown = "failing" if against == "fails" else "meeting"
+    said = "meets" if score is True else "fails"
+    return f"every passage you quoted shows the response {shown} the trait, yet your verdict says it {said} it"
+
+
+def evidence_block(excerpts: list[Excerpt]) -> str:
+    """The judge's own quotes with their stances, as the contradiction feedback shows them."""
+    return "\n".join(f"[E{i}] {e.text} (you said: {e.supports})" for i, e in enumerate(excerpts, 1)) or NO_EVIDENCE
+
+
+def contradiction_feedback(problem: str, evidence: str = NO_EVIDENCE) -> str:
     """The message that sends a contradicting verdict back, with the judge's own evidence."""
-    return (f"Your verdict contradicts your own evidence: {problem}.\n<evidence>{NO_EVIDENCE}</evidence>\n"
-            "Give the verdict again so that it agrees with this evidence (or, if you now see a passage that "
-            "bears on the trait, the verdict that passage supports).")
+    return (f"Your verdict contradicts your own evidence: {problem}.\n<evidence>{evidence}</evidence>\n"
+            "Give the verdict again so that it agrees with this evidence (or, if you now read the response "
+            "differently, the verdict the response supports).")
 
 
 def _squash(text: str) -> str:

@@ -35,7 +35,7 @@ from verify.judging.batched_prompts import (
     trait_keys,
     verdicts_reply,
 )
-from verify.judging.consistency import not_reasoning, ungrounded_verdict
+from verify.judging.consistency import not_reasoning, opposed_verdict, ungrounded_verdict
 from verify.judging.deep_fallback import fall_back
 from verify.judging.deep_judgment import RISK_ORDER, TraitContext, TraitJudgment
 from verify.judging.excerpts import validate_excerpts
@@ -88,7 +88,8 @@ def _entry(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
-def _read_entry(name: str, value: Any, s: TraitDJSettings, st: _Quotes, response: str, raw: str) -> None:
+def _read_entry(trait: LLMTrait, value: Any, s: TraitDJSettings, st: _Quotes, response: str, raw: str) -> None:
+    name = trait.name
     if isinstance(value, Conflicting):  # two different entries for one trait: neither is taken
         st.error, st.raw_reply = f"the trait's entry is {value.problem}", raw
         st.problem = f"- {name}: {value.problem}"
@@ -109,7 +110,8 @@ def _read_entry(name: str, value: Any, s: TraitDJSettings, st: _Quotes, response
         if m.valid:
             st.valid.append(Excerpt(
                 text=item.text, confidence=item.confidence, similarity_score=round(m.similarity, 4),
-                start=m.start, end=m.end, match_method=m.method, spans=list(m.spans) if len(m.spans) > 1 else None))
+                start=m.start, end=m.end, match_method=m.method, spans=list(m.spans) if len(m.spans) > 1 else None,
+                supports=item.supports if trait.kind == "boolean" else None))
         else:
             st.rejected.append(RejectedExcerpt(text=item.text, similarity_score=round(m.similarity, 4),
                                                reason=m.reason, attempt=st.attempts))
@@ -153,7 +155,7 @@ async def _quote(traits: list[LLMTrait], settings: dict[str, TraitDJSettings], c
                 st.problem = f"- {t.name}: missing from your reply; give its quotes or set nothing_relevant"
                 continue
             value, where = entries[t.name]
-            _read_entry(t.name, value, settings[t.name], st, ctx.response, reply.raw_text)
+            _read_entry(t, value, settings[t.name], st, ctx.response, reply.raw_text)
             if where != "traits" and st.problem:
                 st.problem += f' (it was found under {where}: put it directly under "traits")'
 
@@ -260,15 +262,17 @@ def _conclude(result: TraitJudgment, trait: LLMTrait, item: dict[str, Any], outc
         if stage not in meta.stages_completed:
             meta.stages_completed.append(stage)
     assert outcome.score is not None
-    problem = ungrounded_verdict(trait, outcome.score) if meta.evidence == "absence" else None
+    problem = (ungrounded_verdict(trait, outcome.score) if meta.evidence == "absence"
+               else opposed_verdict(trait, outcome.score, result.excerpts))
     if problem is not None:
         result.reason, result.unscored_category = f"{CONTRADICTION}: {problem}", "contradiction"
         if trait.name not in rounds.contradicted and not last:
             rounds.contradicted.add(trait.name)
             rounds.again.add(trait.name)
+            evidence = ("quotes " + "; ".join(f"[E{i}] {e.supports}" for i, e in enumerate(result.excerpts, 1))
+                        if result.excerpts else "no passage of the response bears on this trait")
             rounds.problems.append(f"- {trait.name}: your verdict contradicts your own evidence: {problem}. Its "
-                                   "evidence: no passage of the response bears on this trait. Give a verdict "
-                                   "that agrees with it.")
+                                   f"evidence: {evidence}. Give a verdict that agrees with it.")
         return
     result.label_read_as = outcome.label_read_as
     result.status, result.score, result.label = "scored", outcome.score, outcome.label

@@ -28,7 +28,9 @@ from verify.judging import prompts
 from verify.judging.consistency import (
     NO_EVIDENCE,
     contradiction_feedback,
+    evidence_block,
     not_reasoning,
+    opposed_verdict,
     reasoning_feedback,
     ungrounded_verdict,
 )
@@ -142,6 +144,7 @@ async def extract_evidence(trait: LLMTrait, settings: TraitDJSettings, ctx: Trai
                 text=item.text, confidence=item.confidence, similarity_score=round(m.similarity, 4),
                 start=m.start, end=m.end, match_method=m.method,
                 spans=list(m.spans) if len(m.spans) > 1 else None,
+                supports=item.supports if trait.kind == "boolean" else None,
             )
             for item, m in zip(items, matches, strict=True)
             if m.valid
@@ -253,13 +256,15 @@ async def _verdict(trait: LLMTrait, ctx: TraitContext, reasoning: str, result: T
             meta.stages_completed.append("score_extraction")
         outcome = read_verdict(trait, verdict.value)
         assert outcome.score is not None  # the check let only readable verdicts through
-        problem = ungrounded_verdict(trait, outcome.score) if meta.evidence == "absence" else None
+        problem = (ungrounded_verdict(trait, outcome.score) if meta.evidence == "absence"
+                   else opposed_verdict(trait, outcome.score, result.excerpts))
         if problem is None:
             result.label_read_as = outcome.label_read_as
             result.status, result.score, result.label = "scored", outcome.score, outcome.label
             return
+        evidence = evidence_block(result.excerpts) if result.excerpts else NO_EVIDENCE
         messages = [*messages, Message("assistant", verdict.raw_text or "(empty reply)"),
-                    Message("user", contradiction_feedback(problem))]
+                    Message("user", contradiction_feedback(problem, evidence))]
     result.reason, result.raw_reply = f"{CONTRADICTION}: {problem}", verdict.raw_text
     result.unscored_category = "contradiction"
 

@@ -74,6 +74,8 @@ class ConfusionMatrixOutput(_Reply):
 class ExcerptItem(_Reply):
     text: str = Field(description="a verbatim quote copied exactly from the response")
     confidence: Literal["high", "medium", "low"] = "medium"
+    supports: Literal["meets", "fails"] | None = Field(
+        default=None, description="yes/no traits: whether the passage shows the response meeting or failing the trait")
 
 
 class TraitExcerptsOutput(_Reply):
@@ -225,6 +227,12 @@ def metric_prompt(question: str, response: str, trait: MetricTrait) -> str:
     )
 
 
+#: The stance asked of each quote of a yes/no trait, in both excerpt prompts: a verdict against every
+#: quote's stance is a contradiction (verify.judging.consistency.opposed_verdict).
+STANCE_RULE = "meets if the passage shows the response meeting the trait, fails if it shows the response failing it"
+STANCE_FIELD = f', "supports": <{STANCE_RULE}>'
+
+
 def excerpt_prompt(question: str, response: str, trait: LLMTrait, max_excerpts: int, feedback: str | None) -> str:
     retry = f"\n<retry_feedback>{feedback}</retry_feedback>" if feedback else ""
     return (
@@ -232,9 +240,9 @@ def excerpt_prompt(question: str, response: str, trait: LLMTrait, max_excerpts: 
         "character for character, from the response; do not paraphrase, join or shorten inside a quote.\n"
         f"{context_block(question, response)}\n{render_trait(trait)}\n"
         f"<max_excerpts>{max_excerpts}</max_excerpts>{retry}\n"
-        'Return JSON: {"excerpts": [{"text": "...", "confidence": "high|medium|low"}], '
-        '"nothing_relevant": false}. If no passage bears on the trait, return no excerpts and '
-        '"nothing_relevant": true.'
+        'Return JSON: {"excerpts": [{"text": <a passage copied from the response>, "confidence": <one of high, '
+        f'medium, low>{STANCE_FIELD if trait.kind == "boolean" else ""}}}], "nothing_relevant": <true or false>}}. '
+        'If no passage bears on the trait, return no excerpts and "nothing_relevant": true.'
     )
 
 

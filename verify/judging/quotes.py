@@ -12,9 +12,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CONFIDENCES", "Quote", "is_placeholder", "read_quotes"]
+__all__ = ["CONFIDENCES", "STANCES", "Quote", "is_placeholder", "read_quotes"]
 
 CONFIDENCES = ("high", "medium", "low")
+#: What a quote of a boolean trait shows, in the judge's own words: the response meeting or failing it.
+STANCES = ("meets", "fails")
+_STANCE_WORDS = {"meets": "meets", "meet": "meets", "met": "meets", "supports": "meets", "yes": "meets",
+                 "true": "meets", "fails": "fails", "fail": "fails", "failed": "fails", "violates": "fails",
+                 "no": "fails", "false": "fails"}
 
 _PLACEHOLDERS = frozenset({
     "", "...", "…", "text", "quote", "excerpt", "passage", "verbatim quote", "a verbatim quote",
@@ -28,6 +33,7 @@ _ONLY_DOTS = re.compile(r"^[\s.…\[\]()]*$")
 class Quote:
     text: str
     confidence: str = "medium"
+    supports: str | None = None  # one of STANCES when the judge said which way the passage points
 
 
 def is_placeholder(text: str) -> bool:
@@ -39,6 +45,10 @@ def is_placeholder(text: str) -> bool:
 def _confidence(value: Any) -> str:
     word = str(value or "").strip().casefold()
     return word if word in CONFIDENCES else "medium"  # "high|medium|low" copied from the prompt, or missing
+
+
+def _stance(value: Any) -> str | None:
+    return _STANCE_WORDS.get(str(value).strip().casefold()) if value is not None else None
 
 
 def read_quotes(items: Any, limit: int) -> tuple[list[Quote], int]:
@@ -56,11 +66,13 @@ def read_quotes(items: Any, limit: int) -> tuple[list[Quote], int]:
     quotes: list[Quote] = []
     dropped = 0
     for item in items:
+        supports = None
         if isinstance(item, str):
             text, confidence = item, None
         elif isinstance(item, dict):
             raw = item.get("text", item.get("quote", item.get("excerpt")))
             text, confidence = (raw if isinstance(raw, str) else ""), item.get("confidence")
+            supports = _stance(item.get("supports"))
         else:
             dropped += 1
             continue
@@ -68,5 +80,5 @@ def read_quotes(items: Any, limit: int) -> tuple[list[Quote], int]:
             dropped += 1
             continue
         if len(quotes) < limit:
-            quotes.append(Quote(text, _confidence(confidence)))
+            quotes.append(Quote(text, _confidence(confidence), supports))
     return quotes, dropped

@@ -247,6 +247,8 @@ class Excerpt(_Model):
     hallucination_risk: str | None = None
     hallucination_justification: str | None = None
     block: int | None = Field(default=None, description="a transcript's block [B<n>] the quote starts in")
+    supports: str | None = Field(default=None, description="boolean traits: 'meets' or 'fails', the way the judge "
+                                 "said the passage points (a verdict against every quote is a contradiction)")
 
 
 class RejectedExcerpt(_Model):
