@@ -193,12 +193,13 @@ def test_comparison_page_lists_the_flips(runs: dict[str, Path], chromium: Chromi
 
 
 @pytest.mark.slow
-def test_5000_tasks_open_under_2_seconds(tmp_path: Path) -> None:
+def test_5000_tasks_open_without_errors(tmp_path: Path) -> None:
+    # How fast it opens is a benchmark figure (benchmarks/report_bench.py: report_open_seconds, target < 2),
+    # not a test: a test must pass on a busy machine.
     results = report_bench.make_results(5000, tmp_path)
     page = write_report([results], tmp_path / "big.html")
     figures = report_bench.measure_open(page, repeats=1)
-    assert figures["report_page_errors"] == 0 and figures["report_rows"] == 5000
-    assert figures["report_open_seconds"] < report_bench.TARGET_OPEN_SECONDS, figures
+    assert figures["report_page_errors"] == 0 and figures["report_rows"] == 5000, figures
 
 
 def test_revisions_and_transcripts_render_without_errors(chromium: Chromium, tmp_path: Path) -> None:
