@@ -167,3 +167,23 @@ def test_the_custom_mode_example_is_a_valid_file() -> None:
     assert custom.resolve("demo-capital", "tone") == DeepJudgmentTraitConfig(enabled=False)
     settings = re.findall(r"^\| `(\w+)` \|", page.split("## The custom-mode file", 1)[1].split("\n## ", 1)[0], re.M)
     assert settings == list(DeepJudgmentTraitConfig.model_fields)
+
+
+def _first_column(page: str, section: str) -> list[str]:
+    """The code-marked names in the first column of the tables of a section of a docs page."""
+    body = (DOCS / page).read_text().split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `([^`]+)`", body, re.M)
+
+
+def test_the_tables_name_what_the_code_has() -> None:
+    from typing import get_args
+
+    from verify.config.gates import METRICS
+    from verify.results.models import Verdict
+    from verify.results.revisions import Status
+
+    assert sorted(_first_column("verdicts.md", "Verdicts and coverage")) == sorted(get_args(Verdict))
+    assert _first_column("verdicts.md", "Gates") == list(METRICS)
+    assert _first_column("agents.md", "Revise until satisfied (deepagents)") == list(get_args(Status))
+    shipped = sorted(p.stem for p in (ROOT / "verify" / "config" / "presets").glob("*.json"))
+    assert sorted(_first_column("presets.md", "Shipped presets")) == shipped
