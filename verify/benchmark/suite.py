@@ -38,7 +38,7 @@ from verify.files import JsonProblem, parse_json, parse_yaml, read_text
 
 __all__ = ["Suite", "is_suite_file", "load_suite", "suite_document", "write_suite"]
 
-HINT = "fix the listed entries of the suite (see 'Test-suite files' in the README)"
+HINT = "fix the listed entries of the suite (see 'Test-suite files' in docs/suites.md)"
 
 
 @dataclass

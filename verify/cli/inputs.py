@@ -171,7 +171,7 @@ def build_config(flags: dict[str, Any], saved: dict[str, Any] | None = None) -> 
             from verify.errors import format_validation_error
 
             detail = format_validation_error(exc, str(path), root=DeepJudgmentRubricCustomConfig)
-            raise UserError(f"{path}: {detail}", "see the custom-mode shape in the README") from None
+            raise UserError(f"{path}: {detail}", "see 'The custom-mode file' in docs/deep-judgment.md") from None
     from_saved = saved is not None and not flags["preset"]
     if traces is not None and not from_saved:  # a saved config got them above
         ov["manual_traces"] = traces

@@ -1,7 +1,7 @@
 """Deep judgment for one rubric trait: extract, validate, search-check, reason, score.
 
 Each step is a small function; ``judge_trait`` runs them in order. Evidence policy (documented in
-the README):
+docs/deep-judgment.md):
 
 * the judge quotes passages; quotes are validated with :func:`verify.judging.excerpts.match.validate_excerpts`; if
   none validates, the judge retries with feedback naming each rejected quote, up to the trait's
