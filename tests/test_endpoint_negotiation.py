@@ -323,7 +323,7 @@ async def test_a_timed_out_request_closes_its_connection(serve: Any) -> None:
     started = time.perf_counter()
     with pytest.raises(ModelError) as caught:
         await model.complete(PLAIN)
-    assert caught.value.category == "timeout" and time.perf_counter() - started < 2.0
+    assert caught.value.category == "timeout" and time.perf_counter() - started < 4.5  # not the 5 s reply
     assert await wait_for_close(server)  # the server saw the client go, long before its 5 s reply
     assert server.requests[0]["status"] is None
 
