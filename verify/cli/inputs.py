@@ -180,6 +180,8 @@ def build_config(flags: dict[str, Any], saved: dict[str, Any] | None = None) -> 
         ov["gates"] = [*(base.gates if base is not None else []), *extra_gates]
     if flags.get("revise_until_satisfied") is not None:
         ov["revision_max_iterations"] = flags["revise_until_satisfied"]
+    if flags.get("seed") is not None:
+        ov["seed"] = flags["seed"]
     if flags.get("trust_checkpoint_code"):
         ov["trust_checkpoint_code"] = True
     for item in flags["set_"] or []:
