@@ -152,3 +152,30 @@ def test_the_cli_writes_the_log_and_refuses_to_replace_it(tmp_path: Path) -> Non
     assert again.exit_code == 1 and "--log-calls" in again.output
     same = CliRunner().invoke(app, [*args[:-3], str(checkpoint), "--output", str(tmp_path / "x.json")])
     assert same.exit_code == 1 and "names an input" in same.output
+
+
+def test_threads_writing_at_once_never_tear_a_line(tmp_path: Path) -> None:
+    import threading
+
+    log = CallLog(tmp_path / "calls.jsonl")
+    big = "y" * 40_000  # several buffer lengths: unlocked writers would interleave their pieces
+
+    def write(n: int) -> None:
+        for i in range(40):
+            log.write({"writer": n, "i": i, "text": big})
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    log.close()
+    lines = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    assert len(lines) == 240 and all(line["text"] == big for line in lines)
+
+
+def test_each_line_is_on_disk_as_soon_as_its_call_ends(tmp_path: Path) -> None:
+    log = CallLog(tmp_path / "calls.jsonl")
+    log.write({"call": 1})
+    assert json.loads((tmp_path / "calls.jsonl").read_text()) == {"call": 1}  # before close: a crash keeps it
+    log.close()
