@@ -23,6 +23,7 @@ import typer.core
 
 from verify.cli.inputs import (
     build_config,
+    check_call_log,
     parse_duration,
     parse_indices,
     read_answers,
@@ -41,7 +42,7 @@ from verify.cli.karenina import (
 from verify.cli.log_filter import install_log_filter
 from verify.cli.suite_cmd import convert
 from verify.errors import RunInterrupted, UserError
-from verify.files import DEFAULT_MAX_INPUT_MB, input_limit, refuse_clobber, refuse_same_outputs
+from verify.files import DEFAULT_MAX_INPUT_MB, input_limit, refuse_clobber
 from verify.run.signals import Terminated, raise_terminated
 from verify.secrets import mask_data, register_config_secrets, register_env_secrets, scrub
 
@@ -306,12 +307,7 @@ def _main(flags: dict[str, Any]) -> int:
             p.resolve() for p in [options.output, *run_inputs(flags)]}:
         raise UserError(f"--report {flags['report_path']} names the results file or an input of the run",
                         "give the page its own name, e.g. --report report.html")
-    if flags["log_calls"] is not None:
-        refuse_same_outputs([("--output", options.output), ("--report", flags["report_path"]),
-                             ("--log-calls", flags["log_calls"])])
-        if Path(flags["log_calls"]).resolve() in {p.resolve() for p in run_inputs(flags)}:
-            raise UserError(f"--log-calls {flags['log_calls']} names an input of the run",
-                            "give the call log its own name, e.g. --log-calls calls.jsonl")
+    check_call_log(flags, options.output)
     if flags["report_path"] is not None:  # before any call: a finished run must not fail on its page
         from verify.report import is_report_page
 

@@ -12,8 +12,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from verify.errors import UserError
+from verify.files import refuse_same_outputs
 
-__all__ = ["build_config", "parse_duration", "parse_indices", "read_answers", "read_json", "read_prices", "run_inputs"]
+__all__ = ["build_config", "check_call_log", "parse_duration", "parse_indices", "read_answers", "read_json", "read_prices", "run_inputs"]
 
 
 def parse_indices(spec: str, count: int) -> list[int]:
@@ -99,6 +100,17 @@ def run_inputs(flags: dict[str, Any]) -> list[Path]:
     if flags["preset"]:
         found += [p for p in (Path(flags["preset"]), Path("presets") / f"{flags['preset']}.json") if p.is_file()]
     return found
+
+
+def check_call_log(flags: dict[str, Any], output: Path) -> None:
+    """``--log-calls`` names a file of its own: not the results, the page or an input of the run."""
+    log = flags["log_calls"]
+    if log is None:
+        return
+    refuse_same_outputs([("--output", output), ("--report", flags["report_path"]), ("--log-calls", log)])
+    if Path(log).resolve() in {p.resolve() for p in run_inputs(flags)}:
+        raise UserError(f"--log-calls {log} names an input of the run",
+                        "give the call log its own name, e.g. --log-calls calls.jsonl")
 
 
 def saved_config(data: dict[str, Any], manual_traces: Any) -> Any:

@@ -89,6 +89,22 @@ class CallLog:
         self._lock = threading.Lock()
         self.written = 0
 
+    @classmethod
+    def for_run(cls, path: Path | None, *, resume: bool, overwrite: bool) -> CallLog | None:
+        """The log of a run (``None`` without ``path``): a resumed run appends to the one it had."""
+        if path is None:
+            return None
+        return cls(path, overwrite=overwrite, append=resume and not overwrite and path.exists())
+
+    @contextmanager
+    def closed_on_error(self) -> Iterator[None]:
+        """Close the log when the block raises (what would have used it was never built)."""
+        try:
+            yield
+        except BaseException:
+            self.close()
+            raise
+
     def write(self, record: dict[str, Any]) -> None:
         """Append ``record`` as one masked JSON line (dropped once the log is closed)."""
         line = json.dumps(mask_data(record), ensure_ascii=False, default=str) + "\n"

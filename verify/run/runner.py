@@ -12,6 +12,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,8 +80,7 @@ class RunOptions:
     model answer the questions they miss (otherwise an error). ``answers_source``: where the answers
     came from, for messages. ``deadline``: seconds the whole run may take. ``on_evaluation``: called
     with every grading pass when the config revises until satisfied (``revision_max_iterations``).
-    ``log_calls``: a JSONL file that gets one line per model call (:mod:`verify.llm.call_log`); an
-    existing one is refused unless ``overwrite`` (replaced) or ``resume`` (appended to).
+    ``log_calls``: a JSONL file of every model call (:mod:`verify.llm.call_log`), appended to on ``resume``.
     """
 
     output: Path | None = None
@@ -164,16 +164,9 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
             notes += output_plan.warnings
         for note in notes:
             log.warning(note)
-        call_log = None
-        if options.log_calls is not None:
-            append = options.resume and not options.overwrite and options.log_calls.exists()
-            call_log = CallLog(options.log_calls, overwrite=options.overwrite, append=append)
-        try:
+        call_log = CallLog.for_run(options.log_calls, resume=options.resume, overwrite=options.overwrite)
+        with call_log.closed_on_error() if call_log else nullcontext():
             services = Services(config, options.cache_dir, options.adapter_factory, call_log)
-        except BaseException:
-            if call_log is not None:
-                call_log.close()
-            raise
         try:
             for model in [*config.answering_models, *config.parsing_models]:
                 services.model(model)  # a missing provider package or API key fails here, before any paid call
