@@ -129,7 +129,7 @@ def test_verification_config_has_karenina_fields_and_defaults() -> None:
     karenina_fields = set(KARENINA_DEFAULTS) | {"answering_models", "parsing_models", "retry_policy"}
     assert len(karenina_fields) == 60
     ours = {"deep_judgment_rubric_search_enabled", "trust_checkpoint_code", "rubric_pass_threshold", "gates",
-            "revision_max_iterations", "transcript_extractor", "deep_judgment_rubric_strategy"}
+            "revision_max_iterations", "transcript_extractor", "deep_judgment_rubric_strategy", "seed"}
     assert set(VerificationConfig.model_fields) == karenina_fields | ours
     for name, default in KARENINA_DEFAULTS.items():
         assert getattr(config, name) == default, name

@@ -51,7 +51,7 @@ async def test_a_stub_judge_leaves_the_task_incomplete_never_passed() -> None:
     summary = Summary()
     summary.add(result)
     assert (summary.passed, summary.failed, summary.incomplete) == (0, 0, 1)
-    assert summary.coverage == 0.0 and summary.pass_rate == 0.0
+    assert summary.coverage == 0.0 and summary.pass_rate is None
     assert summary.coverage_line() == "judged 0 of 3 evaluations (0.0%); 3 unscored: 3 unparseable"
     no_repeated_requests(judge)
 
@@ -76,7 +76,7 @@ def test_pass_rate_counts_complete_tasks_only() -> None:
     s = outcome.summary
     assert s.total == s.passed + s.failed + s.incomplete
     complete = s.passed + s.failed
-    assert s.pass_rate == (s.passed / complete if complete else 0.0)
+    assert s.pass_rate == (s.passed / complete if complete else None)
     assert s.evaluations == sum(r.metadata.coverage.total for r in outcome.results)  # type: ignore[union-attr]
 
 

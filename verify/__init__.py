@@ -20,8 +20,11 @@ if _typing.TYPE_CHECKING:
     from verify.config.verification import VerificationConfig
     from verify.errors import BenchmarkError, ConfigError, PresetError, UserError, VerifyError
     from verify.judging.excerpts import ExcerptMatch, match_excerpt
+    from verify.results.gates import GateResult
     from verify.results.models import VerificationResult
-    from verify.run.runner import RunOutcome, run_verification
+    from verify.results.outcome import RunOutcome, read_results
+    from verify.results.summary import Summary
+    from verify.run.runner import run_verification
 
 _HOME = {
     "Benchmark": "verify.benchmark.jsonld",
@@ -43,8 +46,11 @@ _HOME = {
     "VerifyError": "verify.errors",
     "ExcerptMatch": "verify.judging.excerpts",
     "match_excerpt": "verify.judging.excerpts",
+    "GateResult": "verify.results.gates",
     "VerificationResult": "verify.results.models",
-    "RunOutcome": "verify.run.runner",
+    "RunOutcome": "verify.results.outcome",
+    "read_results": "verify.results.outcome",
+    "Summary": "verify.results.summary",
     "run_verification": "verify.run.runner",
 }
 
@@ -55,11 +61,13 @@ __all__ = [
     "DeepJudgmentRubricCustomConfig",
     "DeepJudgmentTraitConfig",
     "ExcerptMatch",
+    "GateResult",
     "ModelConfig",
     "ModelRetryConfig",
     "PresetError",
     "Question",
     "RunOutcome",
+    "Summary",
     "ToolRetryConfig",
     "UserError",
     "VerificationConfig",
@@ -68,6 +76,7 @@ __all__ = [
     "load_benchmark",
     "load_preset",
     "match_excerpt",
+    "read_results",
     "run_verification",
     "save_benchmark",
     "save_preset",

@@ -23,6 +23,7 @@ import typer.core
 
 from verify.cli.inputs import (
     build_config,
+    check_call_log,
     parse_duration,
     parse_indices,
     read_answers,
@@ -114,6 +115,8 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
     fail_under: Annotated[float | None, Opt(min=0.0, max=1.0, help="exit 4 when the pass rate (of complete tasks) is below RATE (0-1): the gate 'pass_rate >= RATE'", rich_help_panel=RUN)] = None,
     min_coverage: Annotated[float, Opt(min=0.0, max=1.0, help="exit 5 when the share of evaluations judged is below RATE (0-1)", rich_help_panel=RUN)] = 1.0,
     run_name: Annotated[str | None, Opt(help="name stored in every result", rich_help_panel=RUN)] = None,
+    log_calls: Annotated[Path | None, Opt(help="audit trail: one JSON line per model call (request, raw reply, timing, usage; secrets masked) in FILE.jsonl", rich_help_panel=RUN)] = None,
+    seed: Annotated[int | None, Opt(min=0, help="seed of verify's own randomness (simulated judge, retry jitter); recorded in the results", rich_help_panel=RUN)] = None,
     prices: Annotated[Path | None, Opt(help='price table JSON {model: {"input_per_million": $, "output_per_million": $}}', rich_help_panel=RUN)] = None,
     show_config: Annotated[bool, Opt(help="print the effective config as JSON and exit", rich_help_panel=RUN)] = False,
     show_plan: Annotated[bool, Opt(help="print the stages and per-trait deep-judgment settings and exit", rich_help_panel=RUN)] = False,
@@ -267,7 +270,7 @@ def _main(flags: dict[str, Any]) -> int:
         overwrite=flags["overwrite"], inputs=run_inputs(flags), generate_missing_answers=flags["generate_missing_answers"],
         answers_source=answers_source,
         deadline=parse_duration(flags["deadline"]) if flags["deadline"] else None,
-        code_time_limit=flags["code_time_limit"],
+        code_time_limit=flags["code_time_limit"], log_calls=flags["log_calls"],
     )
     if picked is not None:
         options.question_ids = picked
@@ -304,6 +307,7 @@ def _main(flags: dict[str, Any]) -> int:
             p.resolve() for p in [options.output, *run_inputs(flags)]}:
         raise UserError(f"--report {flags['report_path']} names the results file or an input of the run",
                         "give the page its own name, e.g. --report report.html")
+    check_call_log(flags, options.output)
     if flags["report_path"] is not None:  # before any call: a finished run must not fail on its page
         from verify.report import is_report_page
 

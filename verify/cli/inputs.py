@@ -12,8 +12,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from verify.errors import UserError
+from verify.files import refuse_same_outputs
 
-__all__ = ["build_config", "parse_duration", "parse_indices", "read_answers", "read_json", "read_prices", "run_inputs"]
+__all__ = ["build_config", "check_call_log", "parse_duration", "parse_indices", "read_answers", "read_json", "read_prices", "run_inputs"]
 
 
 def parse_indices(spec: str, count: int) -> list[int]:
@@ -101,6 +102,17 @@ def run_inputs(flags: dict[str, Any]) -> list[Path]:
     return found
 
 
+def check_call_log(flags: dict[str, Any], output: Path) -> None:
+    """``--log-calls`` names a file of its own: not the results, the page or an input of the run."""
+    log = flags["log_calls"]
+    if log is None:
+        return
+    refuse_same_outputs([("--output", output), ("--report", flags["report_path"]), ("--log-calls", log)])
+    if Path(log).resolve() in {p.resolve() for p in run_inputs(flags)}:
+        raise UserError(f"--log-calls {log} names an input of the run",
+                        "give the call log its own name, e.g. --log-calls calls.jsonl")
+
+
 def saved_config(data: dict[str, Any], manual_traces: Any) -> Any:
     """The judging config saved with a run (no secrets, no manual traces, no permissions such as
     ``trust_checkpoint_code``: those come from this run)."""
@@ -180,6 +192,8 @@ def build_config(flags: dict[str, Any], saved: dict[str, Any] | None = None) -> 
         ov["gates"] = [*(base.gates if base is not None else []), *extra_gates]
     if flags.get("revise_until_satisfied") is not None:
         ov["revision_max_iterations"] = flags["revise_until_satisfied"]
+    if flags.get("seed") is not None:
+        ov["seed"] = flags["seed"]
     if flags.get("trust_checkpoint_code"):
         ov["trust_checkpoint_code"] = True
     for item in flags["set_"] or []:

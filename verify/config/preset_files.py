@@ -40,7 +40,7 @@ _ALWAYS_KEPT = ("id", "model_provider", "model_name", "temperature", "interface"
 #: they hold their defaults, so karenina loads a preset that uses none of verify's features
 VERIFY_ONLY_FIELDS = frozenset({
     "deep_judgment_rubric_search_enabled", "deep_judgment_rubric_strategy", "gates", "revision_max_iterations",
-    "rubric_pass_threshold", "transcript_extractor", "trust_checkpoint_code",
+    "rubric_pass_threshold", "seed", "transcript_extractor", "trust_checkpoint_code",
 })
 VERIFY_ONLY_MODEL_FIELDS = frozenset({"max_concurrent_requests", "tool_rounds", "tools"})
 VERIFY_ONLY_RETRY_FIELDS = frozenset({"jitter", "breaker_failures", "breaker_cooldown_seconds"})

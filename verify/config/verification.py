@@ -172,6 +172,7 @@ class VerificationConfig(KareninaConfigMethods, BaseModel):
     rubric_pass_threshold: float | None = Field(default=None, ge=0.0, le=1.0, description="Set: every rubric gets a "
         "verdict, its weighted score must reach this. Unset: only rubrics with weights etc., at AgentV's 0.8.")
     gates: list[GateText] = Field(default_factory=list, description='Run-level conditions, e.g. "pass_rate >= 0.9" (--gate).')
+    seed: int = Field(default=0, ge=0, description="Seed of the simulated judge's draws and retry jitter (--seed).")
     revision_max_iterations: int | None = Field(default=None, ge=1, le=20, description="Revise until satisfied: answer "
         "and grade up to this many times, sending failing criteria back to the answering model (None: off).")
     trust_checkpoint_code: bool = Field(

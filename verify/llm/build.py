@@ -2,7 +2,7 @@
 
 The chain (outermost first)::
 
-    CachedModel -> RetryingModel -> LimitedModel (endpoint) -> LimitedModel (run)
+    [LoggedModel ->] CachedModel -> RetryingModel -> LimitedModel (endpoint) -> LimitedModel (run)
         -> BreakerModel -> adapter
 
 so a cache hit costs neither a retry budget nor a concurrency slot, and a call that is
@@ -15,6 +15,7 @@ once it has its slots, right before it is sent.
 from __future__ import annotations
 
 import asyncio
+import random
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
     from verify.config.models import ErrorPatternConfig, ModelConfig
     from verify.llm.cache import ResponseCache
+    from verify.llm.call_log import CallLog
 
 __all__ = ["CountingModel", "build_model"]
 
@@ -47,6 +49,8 @@ def build_model(
     error_patterns: Sequence[ErrorPatternConfig] = (),
     breaker: CircuitBreaker | None = None,
     adaptive: AdaptiveLimit | None = None,
+    call_log: CallLog | None = None,
+    seed: int = 0,
 ) -> ChatModel:
     """The adapter for ``config.interface`` (or ``adapter_factory``'s), wrapped in retry, limiters and cache.
 
@@ -59,7 +63,9 @@ def build_model(
     its own, unless the policy's ``breaker_failures`` is 0. ``adaptive`` is the server's limit found
     while the run goes (:mod:`verify.llm.adaptive`), when the run leaves concurrency to verify: it sits
     inside the retries, so a backoff holds no slot and every attempt tells it how the server coped.
-    ``manual`` has no live model and raises
+    ``call_log``: every call is logged there (outside the cache, so a cached reply is logged too).
+    ``seed``: the run's seed, for the randomness verify owns (the simulated model's draws unless its
+    ``extra_kwargs`` set a seed, and the retries' jitter). ``manual`` has no live model and raises
     :class:`ModelError`.
     """
     interface = config.interface
@@ -73,7 +79,7 @@ def build_model(
     elif interface == "simulated":
         from verify.llm.simulated.model import SimulatedModel
 
-        model = SimulatedModel(config)
+        model = SimulatedModel(config, seed=seed)
     else:
         from verify.llm.adapters.openai_compatible import OpenAICompatibleModel, serves
 
@@ -95,11 +101,15 @@ def build_model(
         model = LimitedModel(model, endpoint_limiter)
     if adaptive is not None:
         model = AdaptiveModel(model, adaptive)
-    model = RetryingModel(model, policy, patterns=error_patterns, breaker=breaker)
+    model = RetryingModel(model, policy, patterns=error_patterns, breaker=breaker, rng=random.Random(seed))
     if cache is not None:
         from verify.llm.cache import CachedModel
 
         model = CachedModel(model, cache)
+    if call_log is not None:
+        from verify.llm.call_log import LoggedModel, model_parameters
+
+        model = LoggedModel(model, call_log, model_parameters(config))
     return model
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from verify.results.models import VerificationResult
 
-__all__ = ["KARENINA_HEAD", "KARENINA_TAIL", "OWN_COLUMNS", "csv_columns", "csv_row"]
+__all__ = ["KARENINA_HEAD", "KARENINA_TAIL", "OWN_COLUMNS", "csv_columns", "csv_row", "trait_scores"]
 
 KARENINA_HEAD = [
     "question_id", "success", "error", "question_text", "raw_llm_response", "parsed_gt_response",
@@ -53,7 +53,8 @@ def _json(value: Any) -> str:
     return json.dumps(value) if value else ""
 
 
-def _scores(rubric: dict[str, Any] | None) -> dict[str, Any]:
+def trait_scores(rubric: dict[str, Any] | None) -> dict[str, Any]:
+    """Every trait's score in a karenina-form ``rubric`` section (LLM, regex, callable and metric traits)."""
     merged: dict[str, Any] = {}
     for kind in _SCORE_KINDS:
         merged.update((rubric or {}).get(kind) or {})
@@ -66,7 +67,7 @@ def csv_columns(pairs: list[tuple[VerificationResult, dict[str, Any]]]) -> tuple
     global_names: set[str] = set()
     for _, k in pairs:
         rubric = k.get("rubric")
-        names.update(name for name in _scores(rubric) if name and "\n" not in name and "\r" not in name)
+        names.update(name for name in trait_scores(rubric) if name and "\n" not in name and "\r" not in name)
         provenance = (rubric or {}).get("trait_provenance") or {}
         global_names.update(name for name, where in provenance.items() if where == "global")
     global_traits = sorted(names & global_names)
@@ -134,7 +135,7 @@ def csv_row(
                  "standard_rubric_scores", "trait_metadata", "traits_without_valid_excerpts",
                  "rubric_hallucination_risk_assessment"):
         row[name] = _json(djr.get(name))
-    scores = _scores(rubric)
+    scores = trait_scores(rubric)
     for name in global_traits:
         row[f"rubric_{name}"] = str(scores.get(name, "")) if rubric else ""  # karenina writes str(), not JSON
     if specific:

@@ -42,7 +42,7 @@ EXTRA_EXECUTION_ONLY = frozenset({
 #: so a run saved by an earlier verify still resumes.
 ADDED_DEFAULTS: dict[str, Any] = {
     "revision_max_iterations": None, "deep_judgment_rubric_strategy": "per_trait",
-    "transcript_extractor": "last_assistant",
+    "transcript_extractor": "last_assistant", "seed": 0,
 }
 MODEL_ADDED_DEFAULTS: dict[str, Any] = {"tools": None, "tool_rounds": 5}
 _QUESTION_DATES = {"date_created", "date_modified", "finished"}

@@ -208,10 +208,16 @@ class Summary:
         return f"{line}; no rubric verdict (none asked for: scores only, as in karenina)"
 
     @property
-    def pass_rate(self) -> float:
-        """Passed over complete tasks (0.0 when no task is complete)."""
+    def pass_rate(self) -> float | None:
+        """Passed over complete tasks; ``None`` when no task is complete (no pass rule, or none fully judged)."""
         complete = self.passed + self.failed
-        return self.passed / complete if complete else 0.0
+        return self.passed / complete if complete else None
+
+    @property
+    def verdict_counts(self) -> dict[str, int]:
+        """How many tasks got each verdict: ``{"passed", "failed", "judged", "incomplete"}``."""
+        return {"passed": self.passed, "failed": self.failed, "judged": self.judged_tasks,
+                "incomplete": self.incomplete}
 
     @property
     def has_pass_rule(self) -> bool:
@@ -222,7 +228,8 @@ class Summary:
         """The pass rate as the terminal shows it: ``0.875``, ``n/a (...)`` or ``no pass rule (...)``."""
         if not self.has_pass_rule and self.total:
             return f"{NO_PASS_RULE} (scores only; see --show-plan for the options that set one)"
-        return f"{self.pass_rate:.3f}" if self.passed + self.failed else "n/a (no task was fully judged)"
+        rate = self.pass_rate
+        return f"{rate:.3f}" if rate is not None else "n/a (no task was fully judged)"
 
     @property
     def coverage(self) -> float:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from verify.benchmark.traits import CallableTrait, RegexTrait
 from verify.errors import TRANSIENT_CATEGORIES, ModelError, failure_category
+from verify.llm.call_log import calls_for_stage
 from verify.llm.recording import CallRecord
 from verify.results.models import (
     Coverage,
@@ -167,7 +168,8 @@ async def run_task(state: TaskState, deps: Deps, stages: Sequence[Stage]) -> Ver
             continue
         state.stages.append(stage.name)
         try:
-            await stage.run(state, deps)
+            with calls_for_stage(stage.name):  # names the stage in the call log (--log-calls)
+                await stage.run(state, deps)
         except ModelError as exc:
             state.errors.append(StageError(stage=stage.name, message=redact(str(exc)), category=exc.category))
         except Exception as exc:  # a bug or bad data in one task must not stop the run

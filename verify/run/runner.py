@@ -12,6 +12,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,12 +20,14 @@ from typing import TYPE_CHECKING, Any
 from verify.config.report import config_to_dict, config_warnings
 from verify.errors import ConfigError, ModelError, RunInterrupted, RunStopped
 from verify.judging.embedding import Embedder, get_embedder
+from verify.llm.call_log import CallLog, calls_for_task
 from verify.llm.ports import Search
 from verify.llm.recording import RecordingModel
 from verify.results.export import export
 from verify.results.identity import run_identity
 from verify.results.lock import OutputLock
 from verify.results.models import SCHEMA_VERSION, VerificationResult, verify_version
+from verify.results.outcome import RunOutcome
 from verify.results.store import ResultWriter, done_keys, latest_results
 from verify.results.summary import Summary
 from verify.run.output import OutputPlan, check_nothing_lost, check_output, prepare_output
@@ -77,6 +80,7 @@ class RunOptions:
     model answer the questions they miss (otherwise an error). ``answers_source``: where the answers
     came from, for messages. ``deadline``: seconds the whole run may take. ``on_evaluation``: called
     with every grading pass when the config revises until satisfied (``revision_max_iterations``).
+    ``log_calls``: a JSONL file of every model call (:mod:`verify.llm.call_log`), appended to on ``resume``.
     """
 
     output: Path | None = None
@@ -100,16 +104,7 @@ class RunOptions:
     answers_source: str | None = None
     deadline: float | None = None
     on_evaluation: OnEvaluation | None = None
-
-
-@dataclass
-class RunOutcome:
-    results: list[VerificationResult]
-    summary: Summary
-    tasks: int
-    resumed: int
-    output: Path | None
-    config_warnings: list[str] = field(default_factory=list)
+    log_calls: Path | None = None
 
 
 def run_header(
@@ -117,10 +112,10 @@ def run_header(
     structured_output: dict[str, str] | None = None, identity: dict[str, Any] | None = None,
     benchmark_path: str | None = None, gates: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """What a results file says about itself: versions, the effective config (secrets masked),
-    the plan, the config warnings, each model's structured-output method, and each gate's value and verdict."""
+    """What a results file says about itself: versions, the effective config (secrets masked), the
+    seed, the plan, the config warnings, each model's structured-output method, and each gate's value and verdict."""
     return {
-        "schema_version": SCHEMA_VERSION, "verify_version": verify_version(), "run_name": run_name,
+        "schema_version": SCHEMA_VERSION, "verify_version": verify_version(), "run_name": run_name, "seed": config.seed,
         "evaluation_mode": config.evaluation_mode, "tasks": tasks,
         "plan": [*(stage.name for stage in stages), FINALIZE], "config_warnings": config_warnings(config),
         "structured_output": structured_output or {}, "config": config_to_dict(config),
@@ -169,7 +164,9 @@ async def run_async(benchmark: Benchmark, config: VerificationConfig, options: R
             notes += output_plan.warnings
         for note in notes:
             log.warning(note)
-        services = Services(config, options.cache_dir, options.adapter_factory)
+        call_log = CallLog.for_run(options.log_calls, resume=options.resume, overwrite=options.overwrite)
+        with call_log.closed_on_error() if call_log else nullcontext():
+            services = Services(config, options.cache_dir, options.adapter_factory, call_log)
         try:
             for model in [*config.answering_models, *config.parsing_models]:
                 services.model(model)  # a missing provider package or API key fails here, before any paid call
@@ -233,7 +230,8 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
             search=search, template_search=template_search, recorded_answers=options.answers, answers=memo,
             run_name=options.run_name, code_time_limit=options.code_time_limit, embedder_for=options.embedder_for,
         )
-        return await run_revising(task, deps, stages, options.on_evaluation)
+        with calls_for_task(task.key):
+            return await run_revising(task, deps, stages, options.on_evaluation)
 
     async def worker() -> None:
         for task in pending:
@@ -317,7 +315,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
         results = list(latest_results(progress_file)) if options.keep_results else results
         progress_file.unlink()
     return RunOutcome(results=results, summary=summary, tasks=resumed + len(ran_keys), resumed=resumed,
-                      output=options.output, config_warnings=warnings)
+                      output=options.output, config_warnings=warnings, seed=config.seed)
 
 
 class _WriteFailed(Exception):
@@ -385,6 +383,7 @@ def run_verification(
     answers_source: str | None = None,
     deadline: float | None = None,
     on_evaluation: OnEvaluation | None = None,
+    log_calls: Path | str | None = None,
 ) -> RunOutcome:
     """Run a verification and return its results; works inside a notebook's running event loop.
 
@@ -398,6 +397,7 @@ def run_verification(
         on_result=on_result, prices=prices, code_time_limit=code_time_limit, embedder_for=embedder_for,
         overwrite=overwrite, inputs=[Path(p) for p in inputs], generate_missing_answers=generate_missing_answers,
         answers_source=answers_source, deadline=deadline, on_evaluation=on_evaluation,
+        log_calls=Path(log_calls) if log_calls is not None else None,
     )
     try:
         asyncio.get_running_loop()

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from verify.config.models import ModelConfig, RetryPolicy
     from verify.config.verification import VerificationConfig
     from verify.llm.cache import ResponseCache
+    from verify.llm.call_log import CallLog
 
 __all__ = [
     "AdapterFactory", "Services", "endpoint_breakers", "endpoint_key", "endpoint_limiters", "search_port",
@@ -79,9 +80,11 @@ class Services:
     """One live model per model config, built on first use and shared by all tasks."""
 
     def __init__(
-        self, config: VerificationConfig, cache_dir: Path | None, adapter_factory: AdapterFactory | None
+        self, config: VerificationConfig, cache_dir: Path | None, adapter_factory: AdapterFactory | None,
+        call_log: CallLog | None = None,
     ) -> None:
         self.config = config
+        self.call_log = call_log
         self.adapter_factory = adapter_factory
         self.built: dict[str, ChatModel] = {}
         self.cache: ResponseCache | None = None
@@ -133,6 +136,7 @@ class Services:
                 request_timeout=self.config.request_timeout, adapter_factory=self.adapter_factory,
                 error_patterns=self.config.custom_error_patterns,
                 breaker=self.breakers.get(endpoint_of(model).key), adaptive=self._adaptive_limit(model),
+                call_log=self.call_log, seed=self.config.seed,
             )
             self.configs[key] = model
         return self.built[key]
@@ -186,3 +190,5 @@ class Services:
                 layer = getattr(layer, "inner", None)
         if self.cache is not None:
             self.cache.close()
+        if self.call_log is not None:
+            self.call_log.close()

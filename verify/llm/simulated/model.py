@@ -30,7 +30,7 @@ def _tokens(text: str) -> int:
 class SimulatedModel:
     """A deterministic offline model. Its model id always says "simulated"."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: Any, *, seed: int = 0) -> None:
         extra = dict(getattr(config, "extra_kwargs", None) or {})
         name = getattr(config, "model_name", None) or "simulated"
         self._name = name if "simulated" in name else f"simulated-{name}"
@@ -38,7 +38,7 @@ class SimulatedModel:
         self.faults = brain.Faults(
             malformed_json=float(extra.get("malformed_rate", 0)),
             fabricate_excerpts=float(extra.get("fabricate_rate", 0)),
-            seed=int(extra.get("seed", 0)),
+            seed=int(extra.get("seed", seed)),  # the model's own seed wins over the run's
             imperfections=Imperfections.of(
                 float(extra.get("imperfection_rate", 0)), extra.get("imperfections"),
                 None if extra.get("constant_reply") is None else str(extra["constant_reply"]),
