@@ -177,11 +177,11 @@ class ConnectionPool:
         extra = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
         request = (f"POST {self._path}{path} HTTP/1.1\r\n{self._head}{extra}Content-Type: application/json\r\n"
                    f"Content-Length: {len(content)}\r\n\r\n").encode() + content  # fmt: skip
-        async with asyncio.timeout(self._read):
-            try:
+        try:
+            async with asyncio.timeout(self._read):
                 answer = await self._send(request)
-            except TimeoutError:
-                raise httpx.ReadTimeout(f"no complete reply within {self._read} s") from None
+        except TimeoutError:
+            raise httpx.ReadTimeout(f"no complete reply within {self._read} s") from None
         reply = HttpReply(answer.status, answer.headers, answer.body, self.base_url + path)
         if answer.status in _REDIRECTS and any(name == "location" for name, _ in answer.headers):
             return await self._via_httpx(path, content, headers)  # httpx follows it as the OpenAI SDK does
