@@ -77,6 +77,16 @@ async def test_a_post_is_one_request_with_the_headers_and_the_body() -> None:
         assert line in head
 
 
+async def test_a_configured_header_replaces_ours_of_the_same_name() -> None:
+    async with crafted(lambda n, r: ok()) as (url, requests, _):
+        p = ConnectionPool(url, {"user-agent": "mine/1", "Content-Length": "3"}, httpx.Timeout(5.0), _ssl_context())
+        await p.post("x", b"{}", {})
+        await p.aclose()
+    head = requests[0].split(b"\r\n\r\n")[0].lower()
+    assert head.count(b"user-agent:") == 1 and b"user-agent: mine/1" in head
+    assert head.count(b"content-length:") == 1 and b"content-length: 2" in head  # framing is ours
+
+
 async def test_chunked_and_connection_framed_bodies_are_read_whole() -> None:
     chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;x=1\r\n{\"a\"\r\n5\r\n: 1}\n\r\n0\r\n\r\n"
     until_close = b"HTTP/1.0 200 OK\r\n\r\n{\"b\": 2}" + CLOSE

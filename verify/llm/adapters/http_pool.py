@@ -37,6 +37,7 @@ __all__ = ["ConnectionPool", "HttpReply"]
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _MAX_HEADER_BYTES = 1 << 16
+_FRAMING = frozenset({"content-length", "transfer-encoding", "connection"})  # ours to set, per request
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,11 @@ class ConnectionPool:
         self._path = parts.path if parts.path.endswith("/") else parts.path + "/"
         host = f"[{self._host}]" if ":" in self._host else self._host
         default = parts.port is None or parts.port == (443 if self._tls is not None else 80)
-        fixed = {"Host": host if default else f"{host}:{self._port}", "Accept": "application/json", **headers}
+        fixed = {"Host": host if default else f"{host}:{self._port}", "Accept": "application/json",
+                 "User-Agent": "verify", "Content-Type": "application/json"}  # fmt: skip
+        given = {name.lower() for name in headers}  # a configured header replaces ours of the same name
+        fixed = {name: value for name, value in fixed.items() if name.lower() not in given}
+        fixed.update((name, value) for name, value in headers.items() if name.lower() not in _FRAMING)
         self._head = "".join(f"{name}: {value}\r\n" for name, value in fixed.items())
         self._connect = timeout.connect
         self._read = timeout.read
@@ -175,7 +180,7 @@ class ConnectionPool:
         if self.proxied:
             return await self._via_httpx(path, content, headers)
         extra = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
-        request = (f"POST {self._path}{path} HTTP/1.1\r\n{self._head}{extra}Content-Type: application/json\r\n"
+        request = (f"POST {self._path}{path} HTTP/1.1\r\n{self._head}{extra}"
                    f"Content-Length: {len(content)}\r\n\r\n").encode() + content  # fmt: skip
         try:
             async with asyncio.timeout(self._read):
