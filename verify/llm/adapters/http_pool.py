@@ -220,6 +220,9 @@ class ConnectionPool:
         return None, False
 
     async def _open(self) -> _Connection:
+        # one turn of the loop first: a call cut short at this moment (an opening circuit breaker
+        # cancels the calls it admitted) then opens no connection the server would see
+        await asyncio.sleep(0)
         try:
             async with asyncio.timeout(self._connect):
                 reader, writer = await asyncio.open_connection(
