@@ -1,4 +1,4 @@
-"""The OpenAI-compatible adapter (our own httpx client) against the simulated server on 127.0.0.1:
+"""The OpenAI-compatible adapter (our own HTTP client) against the simulated server on 127.0.0.1:
 the same behaviour as the langchain adapter (tests/test_llm_port.py, tests/test_endpoint_negotiation.py)
 on the wire, in its errors and in what it hands back, and when :func:`serves` lets langchain build instead."""
 
@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from pydantic import BaseModel
 
 from verify.config.models import CategoryRetryConfig, ModelConfig, RetryPolicy
 from verify.errors import ModelError, ModelSetupError
+from verify.llm.adapters.http_pool import HttpReply
 from verify.llm.adapters.langchain import LangChainModel
 from verify.llm.adapters.openai_compatible import EndpointStatusError, OpenAICompatibleModel, serves
 from verify.llm.breaker import BreakerModel
@@ -440,7 +440,7 @@ async def test_a_timed_out_request_closes_its_connection(serve: Any) -> None:
     started = time.perf_counter()
     with pytest.raises(ModelError) as caught:
         await model.complete(PLAIN)
-    # httpx's own timeout fires (the wall-clock guard over it would take 1.45 s)
+    # the request timeout fires, and the call's connection is closed
     assert caught.value.category == "timeout" and time.perf_counter() - started < 1.2
     assert await wait_for_close(server)  # the server saw the client go, long before its 5 s reply
     assert server.requests[0]["status"] is None
@@ -614,29 +614,17 @@ async def test_models_of_one_server_share_a_client_closed_by_the_last(serve: Any
     assert (await a.complete(PLAIN)).text  # a closed client is replaced on the next call
 
 
-async def test_calls_in_flight_are_spread_over_clients_of_at_most_shard_calls(serve: Any) -> None:
-    # httpcore scans every connection of a client for every request: no client may hold many
-    from verify.llm.adapters import openai_compatible
-
+async def test_calls_in_flight_each_get_a_connection_kept_alive_for_the_next(serve: Any) -> None:
     server = serve(latency_ms=100)
     model = OpenAICompatibleModel(endpoint(server.url))
-    seen: list[int] = []
-    original = openai_compatible._Pool.lease
-
-    def watching(pool: Any) -> Any:
-        seen.append(max(pool.busy.values(), default=0))
-        return original(pool)
-
-    openai_compatible._Pool.lease = watching  # type: ignore[method-assign]
-    try:
-        await asyncio.gather(*(model.complete(PLAIN) for _ in range(2 * openai_compatible.SHARD + 3)))
-    finally:
-        openai_compatible._Pool.lease = original  # type: ignore[method-assign]
+    await asyncio.gather(*(model.complete(PLAIN) for _ in range(20)))
     (pool,) = model._open
-    assert len(pool.busy) == 3 and max(seen) == openai_compatible.SHARD  # a third client for the last three
-    assert set(pool.busy.values()) == {0}
+    opened = set(pool.connections)
+    assert len(opened) == 20  # one per call in flight, none waits for another's
+    await asyncio.gather(*(model.complete(PLAIN) for _ in range(20)))
+    assert pool.connections == opened  # all of them reused: no new connection
     await model.aclose()
-    assert pool.is_closed and all(client.is_closed for client in pool.busy)
+    assert pool.is_closed and not pool.connections
 
 
 def test_the_model_id_is_the_langchain_adapters_so_cached_replies_stay_valid() -> None:
@@ -652,22 +640,10 @@ async def test_an_error_inside_a_200_reply_keeps_its_status(serve: Any) -> None:
     server = serve()
     model = OpenAICompatibleModel(endpoint(server.url))
     body = {"error": {"message": "Provider returned error", "code": 429, "param": None}}
-    response = httpx.Response(200, json=body, request=httpx.Request("POST", server.url))
-
-    class Client:
-        async def post(self, *_args: Any, **_kwargs: Any) -> httpx.Response:
-            return response
-
-    class Lease:
-        async def __aenter__(self) -> Any:
-            return Client()
-
-        async def __aexit__(self, *_exc: Any) -> None:
-            return None
 
     class Pool:
-        def lease(self) -> Lease:
-            return Lease()
+        async def post(self, *_args: Any) -> HttpReply:
+            return HttpReply(200, (("content-type", "application/json"),), json.dumps(body).encode(), server.url)
 
     model._pool = lambda: Pool()  # type: ignore[method-assign,assignment,return-value]
     with pytest.raises(EndpointStatusError) as caught:

@@ -4,8 +4,8 @@ Used for ``openai_endpoint`` and ``openrouter`` models: a local or hosted OpenAI
 needs one ``POST {base_url}/chat/completions``, and going through langchain-openai and the OpenAI
 SDK for it costs about a second of imports before the first request and several milliseconds of
 client CPU per call (message objects, callbacks, response models). Here each server gets one pool
-per event loop, built once (httpx clients of at most :data:`SHARD` calls each); a call is one dict,
-one ``json.dumps``, one ``json.loads``.
+of keep-alive connections per event loop (:mod:`verify.llm.adapters.http_pool`); a call is one dict,
+one ``json.dumps``, one write, one read, one ``json.loads``.
 
 Same behaviour as the langchain adapter (:mod:`verify.llm.adapters.langchain`): the structured-
 output ladder (:mod:`verify.llm.adapters.negotiation`), the purpose header, ``max_tokens`` only when
@@ -24,7 +24,6 @@ silently dropped.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import hashlib
 import json
@@ -37,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from verify.errors import ModelSetupError
+from verify.llm.adapters.http_pool import ConnectionPool
 from verify.llm.adapters.langchain_messages import (
     endpoint_url,
     json_object_of,
@@ -52,7 +52,7 @@ from verify.llm.structured import is_truncated
 from verify.secrets import MASK, MIN_SECRET_LENGTH, scrub
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping
+    from collections.abc import Mapping
 
     from verify.config.models import ModelConfig
 
@@ -67,40 +67,6 @@ _OWN_KEYS = frozenset({"structured_output_method", "endpoint_base_url_mode", "ap
                        "extra_body", "default_headers"})  # fmt: skip
 # the OpenAI SDK's defaults: a long read timeout (models think), a short connect timeout
 _DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
-SHARD = 16
-"""Calls in flight per httpx client. httpcore's pool scans every connection for every request
-(quadratic in the connections): at 100 calls in flight one client spent more CPU on that scan than
-on everything else together, so a pool spreads its calls over clients of at most this many."""
-_LIMITS = httpx.Limits(max_connections=SHARD, max_keepalive_connections=SHARD)
-
-
-class _Pool:
-    """The connections of one event loop to one server: httpx clients of at most :data:`SHARD`
-    calls each, a new one opened when all are full."""
-
-    def __init__(self, base_url: str, headers: dict[str, str], timeout: httpx.Timeout) -> None:
-        self._settings: dict[str, Any] = {"base_url": base_url, "headers": headers, "timeout": timeout, "limits": _LIMITS,
-                                          "verify": _ssl_context(), "follow_redirects": True}  # as the OpenAI SDK
-        self.busy: dict[httpx.AsyncClient, int] = {}
-        self.is_closed = False
-
-    @contextlib.asynccontextmanager
-    async def lease(self) -> AsyncIterator[httpx.AsyncClient]:
-        client = min(self.busy, key=self.busy.__getitem__, default=None)
-        if client is None or self.busy[client] >= SHARD:
-            client = httpx.AsyncClient(**self._settings)
-            self.busy[client] = 0
-        self.busy[client] += 1
-        try:
-            yield client
-        finally:
-            self.busy[client] -= 1
-
-    async def aclose(self) -> None:
-        self.is_closed = True
-        for client in self.busy:
-            with contextlib.suppress(Exception):  # a client of a closed loop is gone anyway
-                await client.aclose()
 
 
 @functools.cache
@@ -111,8 +77,8 @@ def _ssl_context() -> ssl.SSLContext:
 
 # one pool per event loop and server, shared by the models that call it; counted uses decide when
 # it is closed
-_SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Pool]] = weakref.WeakKeyDictionary()
-_USERS: weakref.WeakKeyDictionary[_Pool, int] = weakref.WeakKeyDictionary()
+_SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, ConnectionPool]] = weakref.WeakKeyDictionary()
+_USERS: weakref.WeakKeyDictionary[ConnectionPool, int] = weakref.WeakKeyDictionary()
 
 
 def serves(config: ModelConfig) -> bool:
@@ -184,8 +150,8 @@ class OpenAICompatibleModel:
         start = ladder_start(method, "openai")
         self.ladder = MethodLadder(start, model=str(config.id), where=url, pinned=method != "auto")
         self._schema_in_json_mode = url != OPENROUTER_BASE_URL  # llama.cpp, vLLM constrain JSON mode with it
-        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool] = weakref.WeakKeyDictionary()
-        self._open: list[_Pool] = []  # the shared pools this model holds a use of
+        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ConnectionPool] = weakref.WeakKeyDictionary()
+        self._open: list[ConnectionPool] = []  # the shared pools this model holds a use of
         timeout = "default" if self.timeout is None else self.timeout
         self._pool_key = hashlib.sha256(
             json.dumps([url, timeout, sorted(self._headers.items())]).encode()
@@ -214,7 +180,7 @@ class OpenAICompatibleModel:
             if users <= 0:
                 await pool.aclose()
 
-    def _pool(self) -> _Pool:
+    def _pool(self) -> ConnectionPool:
         """This event loop's pool of this server: connections belong to the loop that opened them,
         and models of one server (same URL, credentials, timeout) share one pool."""
         loop = asyncio.get_running_loop()
@@ -224,7 +190,7 @@ class OpenAICompatibleModel:
             pool = shared.get(self._pool_key)
             if pool is None or pool.is_closed:
                 timeout = _DEFAULT_TIMEOUT if self.timeout is None else httpx.Timeout(self.timeout)
-                pool = shared[self._pool_key] = _Pool(self.url + "/", self._headers, timeout)
+                pool = shared[self._pool_key] = ConnectionPool(self.url + "/", self._headers, timeout, _ssl_context())
             _USERS[pool] = _USERS.get(pool, 0) + 1
             self._pools[loop] = pool
             self._open.append(pool)
@@ -295,27 +261,25 @@ class OpenAICompatibleModel:
 
     async def _post(self, body: dict[str, Any], request: ChatRequest) -> dict[str, Any]:
         content = json.dumps(body, ensure_ascii=False).encode()
-        headers = {"Content-Type": "application/json", PURPOSE_HEADER: str(request.purpose)}
-        # a hard wall-clock guard on top of httpx's per-phase timeouts
-        async with self._pool().lease() as client, asyncio.timeout(None if self.timeout is None
-                                                                   else self.timeout * 1.5 + 1.0):
-            response = await client.post("chat/completions", content=content, headers=headers)
-        if response.status_code >= 400:
+        # the pool's read timeout covers the whole reply: a hard wall-clock guard
+        reply = await self._pool().post("chat/completions", content, {PURPOSE_HEADER: request.purpose.value})
+        if reply.status_code >= 400:
+            response = reply.response()
             message, key = _error_message(response), self._headers["Authorization"].removeprefix("Bearer ")
             if len(key) >= MIN_SECRET_LENGTH:  # our own key, whatever its shape
                 message = message.replace(key, MASK)
-            raise EndpointStatusError(response.status_code, message, response)
+            raise EndpointStatusError(reply.status_code, message, response)
         try:
-            data = json.loads(response.content)
+            data = json.loads(reply.content)
         except ValueError as exc:
-            raise EndpointStatusError(502, f"the reply is not JSON: {response.text[:200]!r}", response) from exc
+            raise EndpointStatusError(502, f"the reply is not JSON: {reply.text[:200]!r}", reply.response()) from exc
         error = data.get("error") if isinstance(data, dict) else None
         if isinstance(error, dict):  # OpenRouter passes an upstream failure on as 200 + {"error": {"code": 429, ...}}
             code = error.get("code")
             status = code if isinstance(code, int) and 400 <= code <= 599 else 502
-            raise EndpointStatusError(status, _error_text(error), response)
+            raise EndpointStatusError(status, _error_text(error), reply.response())
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-            raise EndpointStatusError(502, f"the reply has no choices: {response.text[:200]!r}", response)
+            raise EndpointStatusError(502, f"the reply has no choices: {reply.text[:200]!r}", reply.response())
         return data
 
     def _reply(self, data: dict[str, Any], request: ChatRequest, method: str | None, started: float) -> ChatReply:
