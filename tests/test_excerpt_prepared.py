@@ -190,3 +190,17 @@ _PIECES = [
 @given(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join))
 def test_the_normalised_text_is_the_same_as_looking_everywhere(text: str) -> None:
     assert Normalized(text).norm == _reference(text)
+
+
+def test_a_long_text_is_normalised_as_looking_everywhere() -> None:
+    rng = random.Random(5)
+    text = "".join(rng.choice(_PIECES + [" word"] * 20) for _ in range(6_000))  # non-ASCII here and there
+    assert Normalized(text).norm == _reference(text)
+
+
+@pytest.mark.parametrize("ascii_before", range(250, 262))
+def test_an_accent_is_composed_with_its_letter_wherever_the_text_is_cut_into_blocks(
+    ascii_before: int,
+) -> None:
+    text = "x" * ascii_before + "e\u0301 caf\u00e9 " + "y" * 600 + "\u00c9"
+    assert fold(text)[0] == "x" * ascii_before + "\u00e9 caf\u00e9 " + "y" * 600 + "\u00e9"

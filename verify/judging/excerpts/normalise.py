@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from verify.judging.excerpts.anchors import KeyIndex
-from verify.judging.excerpts.folding import OffsetMap, fold
+from verify.judging.excerpts.folding import OffsetMap, fold, non_ascii_ranges
 
 __all__ = [
     "ELLIPSIS",
@@ -60,14 +60,19 @@ _SPECIAL_RE = re.compile(
 # one character after the candidate position. The pattern starts with a bare character class, so the
 # regex engine scans for it quickly, and one scan finds every kind.
 _MARKER = "[*_`]"
-_TRIGGER_RE = re.compile(
-    rf"[\t\n\x0b\x0c\r\x1c-\x1f\[\]!*_`\d](?:"
+_TRIGGER = (
+    r"[\t\n\x0b\x0c\r\x1c-\x1f\[\]!*_`{digits}](?:"
     r"(?<=[\t\x0b\x0c\r\x1c-\x1f\[\]!])"
     r"|(?<=\n)(?:(?<= \n)|(?=[ \t\n\r\x0b\x0c\x1c-\x1f>#*+0-9-]))"
     rf"|(?<={_MARKER})(?<!{_MARKER}{_MARKER})(?!(?<=[^\W_]{_MARKER}){_MARKER}*[^\W_])(?!(?<=\s{_MARKER}){_MARKER}*\s)"
     rf"| (?={_UNIT})"
     ")"
 )
+# Checking a character against \d costs more than against 0-9, so the Unicode digits are looked for
+# only in texts that have some besides the ASCII ones.
+_TRIGGER_RE = re.compile(_TRIGGER.format(digits="0-9"))
+_TRIGGER_ANY_DIGIT_RE = re.compile(_TRIGGER.format(digits=r"\d"))
+_OTHER_DIGIT_RE = re.compile(r"(?![0-9])\d")
 _REPLACEMENTS = {"lead": "", "nl": " ", "unit": "", "ws": " ", "md": "", "lo": "", "lc": ""}
 
 
@@ -91,7 +96,9 @@ def _special_matches(text: str) -> list[re.Match[str]]:
     Candidate positions are the start of the text, the positions found by ``_TRIGGER_RE`` and every
     double space; spaces right before a candidate are included so that ``"  \n"`` collapses as one run.
     """
-    candidates = [0, *(m.end() - 1 for m in _TRIGGER_RE.finditer(text))]
+    other_digits = any(_OTHER_DIGIT_RE.search(text, lo, hi) for lo, hi in non_ascii_ranges(text))
+    triggers = _TRIGGER_ANY_DIGIT_RE if other_digits else _TRIGGER_RE
+    candidates = [0, *(m.end() - 1 for m in triggers.finditer(text))]
     pos = text.find("  ")
     while pos != -1:
         candidates.append(pos)
