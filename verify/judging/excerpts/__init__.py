@@ -6,7 +6,8 @@ negations, names and wording survive a set of guards, or an elided quote (``"A .
 are all found in order and close together; each result is an :class:`ExcerptMatch` with offsets into
 the original text (one span per part for elided quotes) and, when rejected, a reason naming the
 difference. The work is split into :mod:`.folding` (Unicode compatibility folding and offset maps),
-:mod:`.normalise` (normalisation), :mod:`.anchors` (an index of a long text for locating quotes),
+:mod:`.normalise` (normalisation), :mod:`.prepared` (prepared answers, shared by every quote),
+:mod:`.anchors` (an index of a long text for locating quotes),
 :mod:`.guards` (checks that reject meaning-changing near-matches, and their reasons), :mod:`.names`
 (the capitalised-word guard), :mod:`.align` (fuzzy alignment), :mod:`.elision` (elided quotes) and
 :mod:`.match` (the entry points).

@@ -67,7 +67,8 @@ def _anchor_diagonals(needle: str, prepared: Normalized, lo: int, hi: int) -> An
     A diagonal ``d`` means that ``needle[0]`` aligns with ``norm[d]``. The anchors are the
     :data:`KEY_CHARS` characters starting at each token of the needle (usually two or three words,
     so rare in the text; the needle's first token is left out, as the quote may start inside a
-    word), looked up in the text's :class:`KeyIndex` (or, in a short range, searched directly). The
+    word), looked up in the text's :class:`KeyIndex` (or searched directly: in a short range, and
+    until the index pays for itself, see :meth:`.Normalized.key_index`). The
     rarest ones vote; votes on nearby diagonals (shifted by insertions or deletions) are clustered,
     and the best-supported diagonal of each of the ``_MAX_REGIONS`` strongest clusters is returned.
 
@@ -75,7 +76,9 @@ def _anchor_diagonals(needle: str, prepared: Normalized, lo: int, hi: int) -> An
     may hide them all) or when every key is too common in the text to point anywhere.
     """
     haystack = prepared.norm
-    index = None if hi - lo <= _LOCAL_RANGE else prepared.key_index()
+    # Without the index, each key of the needle is searched for in the range.
+    scans = -(-(needle.count(" ") * (hi - lo)) // max(1, len(haystack)))
+    index = None if hi - lo <= _LOCAL_RANGE else prepared.key_index(scans)
     local: dict[str, list[int]] = {}
 
     def positions(key: str) -> list[int]:

@@ -2,8 +2,8 @@
 
 Fuzzy matching needs to know where in a 60,000-character answer a quote with a typo might come from.
 Scanning the whole text for every quote is what made matching slow; instead, the text is indexed
-once (when the first quote needs it) by the first :data:`KEY_CHARS` characters of every word, and a
-quote's own keys are looked up in it.
+once (when the searches made without an index add up to the cost of building one) by the first
+:data:`KEY_CHARS` characters of every word, and a quote's own keys are looked up in it.
 """
 
 from __future__ import annotations

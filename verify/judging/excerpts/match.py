@@ -26,7 +26,7 @@ Unlike a longest-common-block validator based on :class:`difflib.SequenceMatcher
 heuristic discards frequent characters in long texts and so rejects many verbatim quotes), every
 verbatim quote is accepted, and matching stays in the millisecond range for 100k-character texts.
 
-Everything here is pure: no I/O, no global state except small caches (normalised texts, folded
+Everything here is pure: no I/O, no global state except bounded caches (prepared texts, folded
 characters).
 """
 
@@ -43,9 +43,9 @@ from verify.judging.excerpts.normalise import (
     Normalized,
     list_on_lines,
     normalize_text,
-    prepare_text,
     strip_decorations,
 )
+from verify.judging.excerpts.prepared import prepare_text
 
 __all__ = [
     "MAX_FUZZY_CHARS",
@@ -225,8 +225,8 @@ def match_excerpt(excerpt: str, text: str, threshold: float = 0.8) -> ExcerptMat
     the window contains the same numbers, negations and capitalised names, every other differing
     word is a small typo, and no contiguous segment is unsupported (spliced or rewritten quote).
 
-    Normalised texts are cached, so repeated calls with the same ``text`` are cheap; use
-    :func:`validate_excerpts` for batches.
+    Prepared texts (normalised, with their offset map and anchors) are cached process-wide (see
+    :mod:`.prepared`), so every call quoting the same ``text`` prepares it once.
 
     Args:
         excerpt: The quote to validate.
@@ -244,7 +244,7 @@ def match_excerpt(excerpt: str, text: str, threshold: float = 0.8) -> ExcerptMat
 
 
 def validate_excerpts(excerpts: Sequence[str], text: str, threshold: float = 0.8) -> list[ExcerptMatch]:
-    """Validate many excerpts against one text, normalising the text at most once.
+    """Validate many excerpts against one text, normalising the text at most once (and only if needed).
 
     Args:
         excerpts: Quotes to validate.

@@ -10,24 +10,27 @@ reported with original offsets.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from verify.judging.excerpts.anchors import KeyIndex
-from verify.judging.excerpts.folding import OffsetMap, fold
+from verify.judging.excerpts.folding import OffsetMap, fold, non_ascii_ranges
 
 __all__ = [
     "ELLIPSIS",
+    "INDEX_COST_SCANS",
     "ORDERED_MARKER",
     "Normalized",
     "list_on_lines",
     "normalize_text",
-    "prepare_text",
     "strip_decorations",
 ]
 
+#: Building a :class:`KeyIndex` costs about as much CPU as this many searches of the whole text for a
+#: key (measured at 20k and 60k characters).
+INDEX_COST_SCANS = 100
+
 # ASCII whitespace that survives folding as itself; it becomes a space in the normalised copy.
 _SPACE_MAP = bytes(32 if chr(code).isspace() else code for code in range(128)) + bytes(range(128, 256))
-_CONTROL_SPACE_RE = re.compile(r"[\t\n\x0b\x0c\r\x1c-\x1f]")
+_CONTROL_SPACES = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"
 
 #: An ordered-list number ("1. ", "2) ") at a line start. Not after a line that ends with a word or
 #: comma: in hard-wrapped prose, "...was\n42. Then" continues a sentence that ends with a number.
@@ -49,12 +52,27 @@ _SPECIAL_RE = re.compile(
     r"|(?P<lo>!?\[(?=[^\]\n]*\]\([^)\s]*\)))"
     r"|(?P<lc>\]\([^)\s]*\))"
 )
-# Characters at which a special sequence can start, except the space (handled via double spaces
-# and unit positions). A bare character class lets the regex engine scan quickly.
-_TRIGGER_RE = re.compile(r"[\t\n\x0b\x0c\r\x1c-\x1f*_`\[\]!]")
-_UNIT_RE = re.compile(rf"\d (?={_UNIT})")
-# What can follow a newline that is more than a lone line break (whitespace or line-start markup).
-_AFTER_NEWLINE_MARKUP = frozenset(" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f>#-*+0123456789")
+# Where a special sequence can start, except at a space (double spaces are found apart): a control
+# character or bracket; a line break with a space before it or line-start markup after it (a lone
+# one is already a space after folding, and it is the most frequent of these characters); the first
+# character of a run of Markdown markers, unless the run is literal (see _is_marker_kept: between
+# letters or digits, or between spaces); and a digit followed by a space and a unit. The match ends
+# one character after the candidate position. The pattern starts with a bare character class, so the
+# regex engine scans for it quickly, and one scan finds every kind.
+_MARKER = "[*_`]"
+_TRIGGER = (
+    r"[\t\n\x0b\x0c\r\x1c-\x1f\[\]!*_`{digits}](?:"
+    r"(?<=[\t\x0b\x0c\r\x1c-\x1f\[\]!])"
+    r"|(?<=\n)(?:(?<= \n)|(?=[ \t\n\r\x0b\x0c\x1c-\x1f>#*+0-9-]))"
+    rf"|(?<={_MARKER})(?<!{_MARKER}{_MARKER})(?!(?<=[^\W_]{_MARKER}){_MARKER}*[^\W_])(?!(?<=\s{_MARKER}){_MARKER}*\s)"
+    rf"| (?={_UNIT})"
+    ")"
+)
+# Checking a character against \d costs more than against 0-9, so the Unicode digits are looked for
+# only in texts that have some besides the ASCII ones.
+_TRIGGER_RE = re.compile(_TRIGGER.format(digits="0-9"))
+_TRIGGER_ANY_DIGIT_RE = re.compile(_TRIGGER.format(digits=r"\d"))
+_OTHER_DIGIT_RE = re.compile(r"(?![0-9])\d")
 _REPLACEMENTS = {"lead": "", "nl": " ", "unit": "", "ws": " ", "md": "", "lo": "", "lc": ""}
 
 
@@ -75,12 +93,12 @@ def _is_marker_kept(text: str, start: int, end: int) -> bool:
 def _special_matches(text: str) -> list[re.Match[str]]:
     """The matches of ``_SPECIAL_RE`` in ``text``, found without running it at every position.
 
-    Candidate positions are the start of the text, every trigger character, every double space and
-    every space after a digit; spaces right before a candidate are included so that ``"  \n"``
-    collapses as one run.
+    Candidate positions are the start of the text, the positions found by ``_TRIGGER_RE`` and every
+    double space; spaces right before a candidate are included so that ``"  \n"`` collapses as one run.
     """
-    candidates = [0, *(m.start() for m in _TRIGGER_RE.finditer(text))]
-    candidates.extend(m.start() + 1 for m in _UNIT_RE.finditer(text))
+    other_digits = any(_OTHER_DIGIT_RE.search(text, lo, hi) for lo, hi in non_ascii_ranges(text))
+    triggers = _TRIGGER_ANY_DIGIT_RE if other_digits else _TRIGGER_RE
+    candidates = [0, *(m.end() - 1 for m in triggers.finditer(text))]
     pos = text.find("  ")
     while pos != -1:
         candidates.append(pos)
@@ -94,8 +112,6 @@ def _special_matches(text: str) -> list[re.Match[str]]:
         begin = pos
         while begin > last and text[begin - 1] == " ":
             begin -= 1
-        if 0 < begin == pos and text[pos] == "\n" and text[pos + 1 : pos + 2] not in _AFTER_NEWLINE_MARKUP:
-            continue  # a lone newline: already a space after folding (the most frequent candidate)
         m = _SPECIAL_RE.match(text, begin)
         if begin < pos and (m is None or m.end() <= pos):
             m = _SPECIAL_RE.match(text, pos)
@@ -126,7 +142,11 @@ def _spaces_to_blank(text: str) -> str:
     """Turn the ASCII whitespace left by folding into spaces (length-preserving)."""
     if text.isascii():
         return text.encode("ascii").translate(_SPACE_MAP).decode("ascii")
-    return _CONTROL_SPACE_RE.sub(" ", text)
+    # str.replace runs at memory speed; a regex substitution costs a call per line break.
+    for char in _CONTROL_SPACES:
+        if char in text:
+            text = text.replace(char, " ")
+    return text
 
 
 class Normalized:
@@ -137,7 +157,7 @@ class Normalized:
     :class:`~.folding.OffsetMap` records that step. :meth:`to_original` goes through both.
     """
 
-    __slots__ = ("_keys", "folding", "norm", "original", "pieces")
+    __slots__ = ("_keys", "_scans", "folding", "norm", "original", "pieces")
 
     def __init__(self, text: str) -> None:
         self.original = text
@@ -184,10 +204,21 @@ class Normalized:
         self.pieces = pieces
         self.norm = "".join(parts)
         self._keys: KeyIndex | None = None
+        self._scans = 0
 
-    def key_index(self) -> KeyIndex:
-        """The :class:`KeyIndex` of :attr:`norm`, built on first use (only fuzzy matching needs it)."""
+    def key_index(self, scans: int) -> KeyIndex | None:
+        """The :class:`KeyIndex` of :attr:`norm` once it pays, else ``None`` (look the keys up directly).
+
+        ``scans`` is how many times the caller would otherwise search the whole text (one search per
+        key of its quote). Building the index costs about as much as :data:`INDEX_COST_SCANS` such
+        searches, so it is built only once the searches made without it add up to that: the first
+        fuzzy quote on a long answer does not pay for the index, and a text quoted fuzzily many times
+        pays for it once (at most about twice the cost of knowing in advance).
+        """
         if self._keys is None:
+            self._scans += scans
+            if self._scans < INDEX_COST_SCANS:
+                return None
             self._keys = KeyIndex(self.norm)
         return self._keys
 
@@ -201,12 +232,6 @@ class Normalized:
         if self.folding is not None:
             start, end = self.folding.span(start, end)
         return _embrace_markers(self.original, start, end)
-
-
-@lru_cache(maxsize=32)
-def prepare_text(text: str) -> Normalized:
-    """The :class:`Normalized` form of ``text``, cached for recently seen texts."""
-    return Normalized(text)
 
 
 def normalize_text(text: str) -> str:
