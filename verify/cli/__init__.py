@@ -23,6 +23,7 @@ import typer.core
 
 from verify.cli.inputs import (
     build_config,
+    default_output,
     parse_duration,
     parse_indices,
     read_answers,
@@ -52,8 +53,20 @@ class _RunByDefault(typer.core.TyperGroup):
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            if _looks_like_command(args):
+                names = ", ".join(sorted(self.commands))
+                ctx.fail(f"unknown command {args[0]!r}; the commands are {names} "
+                         "(or give a checkpoint or suite FILE to run it)")
             args = ["run", *args]
         return super().parse_args(ctx, args)
+
+
+def _looks_like_command(args: list[str]) -> bool:
+    """``verify eval suite.yaml``: a bare word that names no file, followed by more arguments, is a
+    mistyped command rather than the BENCHMARK of a run (which would fail on its extra argument)."""
+    word = args[0]
+    return (len(args) > 1 and not word.startswith("-") and not any(c in word for c in "./\\")
+            and not Path(word).exists() and not args[1].startswith("-"))
 
 
 app = typer.Typer(
@@ -124,7 +137,7 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
     answering_provider: Annotated[str | None, Opt(help="answering model provider, e.g. openai (set on every answering model)", rich_help_panel=MODELS)] = None,
     answering_id: Annotated[str | None, Opt(help="answering model id used in results", rich_help_panel=MODELS)] = None,
     parsing_model: Annotated[str | None, Opt(help="judge (parsing) model name (set on every judge model)", rich_help_panel=MODELS)] = None,
-    parsing_provider: Annotated[str | None, Opt(help="judge model provider, e.g. anthropic (set on every judge model)", rich_help_panel=MODELS)] = None,
+    parsing_provider: Annotated[str | None, Opt(help="judge model provider, e.g. anthropic (set on every judge model); the offline judge is --interface simulated instead", rich_help_panel=MODELS)] = None,
     parsing_id: Annotated[str | None, Opt(help="judge model id used in results", rich_help_panel=MODELS)] = None,
     temperature: Annotated[float | None, Opt(help="temperature of every answering and judge model", rich_help_panel=MODELS)] = None,
     interface: Annotated[str | None, Opt(help="interface for both roles (manual: answering only)", rich_help_panel=MODELS)] = None,
@@ -296,7 +309,7 @@ def _main(flags: dict[str, Any]) -> int:
         options.output, options.run_name = directory.results_path, options.run_name or flags["run_label"]
         typer.echo(f"run directory: {directory.path}", err=True)
     if options.output is None:
-        options.output = Path("verify-results") / f"{Path(flags['benchmark']).stem}.json"
+        options.output = default_output(Path(flags["benchmark"]))
     if flags["report_path"] is not None and options.output.suffix.lower() not in (".json", ".jsonl"):
         raise UserError(f"--report needs a .json or .jsonl --output, not {options.output.name}",
                         "write the results as .json (a CSV holds no evidence to show)")
@@ -332,6 +345,9 @@ def _main(flags: dict[str, Any]) -> int:
     render_summary(outcome)
     if flags["report_path"] is not None and outcome.output is not None:
         typer.echo(f"report: {write_page([outcome.output], flags['report_path'], overwrite=flags['overwrite'])}")
+    elif outcome.output is not None and outcome.output.suffix.lower() in (".json", ".jsonl"):
+        page = outcome.output.with_suffix(".html")
+        typer.echo(f"evidence page (every score with the quotes it rests on): verify report {outcome.output} -o {page}")
     if outcome.summary.errors:
         for message, count in sorted(outcome.summary.error_messages.items(), key=lambda kv: -kv[1])[:3]:
             typer.secho(f"error ({count} task(s)): {scrub(message)}", err=True, fg="red")

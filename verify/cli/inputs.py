@@ -13,7 +13,19 @@ from pydantic import ValidationError
 
 from verify.errors import UserError
 
-__all__ = ["build_config", "parse_duration", "parse_indices", "read_answers", "read_json", "read_prices", "run_inputs"]
+__all__ = ["build_config", "default_output", "parse_duration", "parse_indices", "read_answers", "read_json", "read_prices", "run_inputs"]
+
+
+def default_output(benchmark: Path, folder: Path = Path("verify-results")) -> Path:
+    """Where a run without ``--output`` writes: ``verify-results/<name>.json``, or ``<name>-2.json``,
+    ``-3``, ... when an earlier run holds that name (its results or its unfinished progress), so
+    running the same command twice keeps both runs instead of failing on the first one's file."""
+    stem = Path(benchmark).stem
+    for n in range(1, 10_000):
+        path = folder / (f"{stem}.json" if n == 1 else f"{stem}-{n}.json")
+        if not path.exists() and not path.with_name(path.name + ".progress.jsonl").exists():
+            return path
+    raise UserError(f"{folder} holds 10,000 runs of {stem}", "give the results file with --output")
 
 
 def parse_indices(spec: str, count: int) -> list[int]:

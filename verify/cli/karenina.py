@@ -25,6 +25,7 @@ from typing import Any
 
 import typer.core
 
+from verify.cli.help_format import GroupedHelpCommand
 from verify.errors import UserError
 
 __all__ = [
@@ -80,7 +81,7 @@ def rewrite_revise(args: list[str]) -> list[str]:
     return out
 
 
-class ResumeAwareCommand(typer.core.TyperCommand):
+class ResumeAwareCommand(GroupedHelpCommand):
     """The ``verify`` command, reading karenina's ``--resume PATH`` (and a bare ``--revise-until-satisfied``)
     before click parses the line."""
 
