@@ -5,12 +5,15 @@ A run of a suite is a run of its benchmark: the suite only adds what a checkpoin
 given by flags, and never over a flag or preset that says otherwise: its recorded outputs are the
 answers (unless ``--answers``), its gates are added to the config's, its graders' model is the judge
 when neither a preset nor ``--parsing-model`` names one, and the evaluation is ``rubric_only`` (a
-suite has no answer templates) unless ``--evaluation-mode`` says otherwise.
+suite has no answer templates) unless ``--evaluation-mode`` says otherwise. When the suite's shared
+``output`` answers every test, only the first answering model runs (with a warning): more models
+would each be handed the same answer.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -50,7 +53,23 @@ def suite_config(suite: Suite, config: Any, flags: dict[str, Any]) -> Any:
         if flags.get("temperature") is None and suite.judge_temperature is not None:
             update["temperature"] = suite.judge_temperature
         overrides["parsing_models"] = [{**m.model_dump(), **update} for m in config.parsing_models]
+    if _one_answer_per_test(suite, flags) and len(config.answering_models) > 1:
+        # Every answering model would be handed the same recorded output: N models would judge each
+        # test N times over one answer. The first model stands for the recorded outputs.
+        kept, *dropped = config.answering_models
+        logging.getLogger("verify").warning(
+            "the suite's recorded outputs are the answers of every answering model, so only the first "
+            f"({kept.id!r}) is run; dropped {', '.join(repr(m.id) for m in dropped)} (give per-model "
+            "outputs: {model id: text} in the suite to compare models)")
+        overrides["answering_models"] = [kept.model_dump()]
     return VerificationConfig.from_overrides(config, **overrides) if overrides else config
+
+
+def _one_answer_per_test(suite: Suite, flags: dict[str, Any]) -> bool:
+    """The suite's outputs answer every test, one shared ``output`` each, and are this run's answers."""
+    shared = suite.answers.get("*", {})
+    return (not flags.get("answers") and not flags.get("replay") and not flags.get("generate_missing_answers")
+            and set(suite.answers) == {"*"} and len(shared) == len(suite.benchmark.questions))
 
 
 def run_answers(suite: Suite | None, flags: dict[str, Any], read: Any) -> tuple[dict[str, dict[str, Any]], str | None]:
