@@ -31,6 +31,7 @@ from verify.cli.inputs import (
     read_prices,
     run_inputs,
 )
+from verify.cli.init_cmd import init
 from verify.cli.interactive import build_config_interactively
 from verify.cli.karenina import (
     ResumeAwareCommand,
@@ -73,7 +74,7 @@ app = typer.Typer(
     cls=_RunByDefault, add_completion=False, pretty_exceptions_show_locals=False, no_args_is_help=True,
     help="Verify LLM answers against a karenina-style benchmark: rubrics, deep judgment, templates. "
     "`verify FILE ...` runs (see `verify run --help`; FILE may be a suite.yaml); `verify report RESULTS` makes the "
-    "evidence page; `verify convert` turns a suite into a checkpoint and back.",
+    "evidence page; `verify convert` turns a suite into a checkpoint and back; `verify init DIR` writes a small project to start from.",
 )
 
 Opt = typer.Option
@@ -418,6 +419,7 @@ def write_page(results: list[Path], output: Path, title: str | None = None, *, o
 
 
 app.command("convert")(convert)  # verify convert suite.yaml -o benchmark.jsonld (and back)
+app.command("init")(init)  # verify init [DIR]: a small project that runs offline as written
 
 _PROCESS = {"own": False}
 
