@@ -9,8 +9,8 @@ Exit codes: 0 run completed with no task errors; 1 user or setup error; 2 usage 
 130 / 143 stopped by Ctrl-C / SIGTERM (what finished is saved; ``--resume`` goes on).
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: typer reads the run command's ~70 annotations, and
+# as strings they would be evaluated (twice) on every start, a third of the time ``--help`` takes.
 import json
 import logging
 import signal
@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import typer
 import typer.core
 
+from verify.cli.init_cmd import init
 from verify.cli.inputs import (
     build_config,
     default_output,
@@ -31,7 +32,6 @@ from verify.cli.inputs import (
     read_prices,
     run_inputs,
 )
-from verify.cli.init_cmd import init
 from verify.cli.interactive import build_config_interactively
 from verify.cli.karenina import (
     ResumeAwareCommand,
@@ -44,8 +44,6 @@ from verify.cli.log_filter import install_log_filter
 from verify.cli.suite_cmd import convert
 from verify.errors import RunInterrupted, UserError
 from verify.files import DEFAULT_MAX_INPUT_MB, input_limit, refuse_clobber
-from verify.run.signals import Terminated, raise_terminated
-from verify.secrets import mask_data, register_config_secrets, register_env_secrets, scrub
 
 
 class _RunByDefault(typer.core.TyperGroup):
@@ -71,7 +69,10 @@ def _looks_like_command(args: list[str]) -> bool:
 
 
 app = typer.Typer(
+    # click's plain layout for help (see verify.cli.help_format): long flag names are never cut at 80
+    # columns, and --help does not load rich.
     cls=_RunByDefault, add_completion=False, pretty_exceptions_show_locals=False, no_args_is_help=True,
+    rich_markup_mode=None,
     help="Verify LLM answers against a karenina-style benchmark: rubrics, deep judgment, templates. "
     "`verify FILE ...` runs (see `verify run --help`; FILE may be a suite.yaml); `verify report RESULTS` makes the "
     "evidence page; `verify convert` turns a suite into a checkpoint and back; `verify init DIR` writes a small project to start from.",
@@ -170,6 +171,10 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
 ) -> None:
     """Run (or plan) a verification of BENCHMARK."""
     flags = dict(locals())
+    # Loaded when a command runs, not for --help: asyncio, and the secret patterns' regexes.
+    from verify.run.signals import Terminated, raise_terminated
+    from verify.secrets import register_env_secrets, scrub
+
     signal.signal(signal.SIGTERM, raise_terminated)  # start-up; the run itself handles SIGTERM on its event loop
     install_log_filter()
     register_env_secrets()
@@ -236,6 +241,8 @@ def _warn_once() -> _Once:
 def _print_traceback() -> None:
     import traceback
 
+    from verify.secrets import scrub
+
     typer.echo(scrub(traceback.format_exc()), err=True)
 
 
@@ -244,6 +251,7 @@ def _main(flags: dict[str, Any]) -> int:
     from verify.config.report import config_to_dict, config_warnings
     from verify.run.runner import RunOptions, run_verification
     from verify.run.tasks import select_questions
+    from verify.secrets import mask_data, register_config_secrets, scrub
 
     for line in inert_option_warnings(flags):
         typer.secho(f"warning: {line}", err=True, fg="yellow")
@@ -329,6 +337,8 @@ def _main(flags: dict[str, Any]) -> int:
             directory.finish("interrupted")
         typer.secho(f"interrupted: finished tasks are saved in {options.output}.progress.jsonl", err=True, fg="yellow")
         typer.echo(f"hint: rerun with --resume and --output {options.output} to finish the others", err=True)
+        from verify.run.signals import Terminated
+
         return 143 if isinstance(exc, Terminated) else 130
     except BaseException as exc:
         if directory is not None:
@@ -394,6 +404,8 @@ def report(
     max_input_mb: Annotated[float, Opt(min=0.001, help="largest results file read, in MB")] = DEFAULT_MAX_INPUT_MB,
 ) -> None:
     """Write one self-contained HTML page: every score with the quotes it rests on, highlighted in the answer."""
+    from verify.secrets import scrub
+
     install_log_filter()
     try:
         if not 1 <= len(results) <= 2:

@@ -15,7 +15,6 @@ from typing import Annotated
 import typer
 
 from verify.errors import UserError
-from verify.secrets import scrub
 
 __all__ = ["PROJECT_FILES", "init", "write_project"]
 
@@ -51,6 +50,8 @@ def init(
     overwrite: Annotated[bool, typer.Option(help="replace files of an earlier verify init")] = False,
 ) -> None:
     """Write a small project that runs offline as written: a suite, recorded answers, two presets, a README."""
+    from verify.secrets import scrub
+
     try:
         written = write_project(folder, overwrite=overwrite)
     except UserError as exc:

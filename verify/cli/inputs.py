@@ -9,8 +9,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from verify.errors import UserError
 
 __all__ = ["build_config", "default_output", "parse_duration", "parse_indices", "read_answers", "read_json", "read_prices", "run_inputs"]
@@ -131,6 +129,8 @@ def saved_config(data: dict[str, Any], manual_traces: Any) -> Any:
                 raise UserError("the run being resumed answered from manual traces, which are not saved with it",
                                 "pass --manual-traces FILE again")
             model["manual_traces"] = manual_traces
+    from pydantic import ValidationError
+
     try:
         return VerificationConfig.model_validate(data)
     except ValidationError as exc:
@@ -177,6 +177,8 @@ def build_config(flags: dict[str, Any], saved: dict[str, Any] | None = None) -> 
     if flags["deep_judgment_rubric_config"]:
         path = flags["deep_judgment_rubric_config"]
         data = read_json(path, "deep-judgment rubric config")
+        from pydantic import ValidationError
+
         try:
             ov["deep_judgment_rubric_config"] = DeepJudgmentRubricCustomConfig.model_validate(data)
         except ValidationError as exc:

@@ -23,8 +23,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import typer.core
-
 from verify.cli.help_format import GroupedHelpCommand
 from verify.errors import UserError
 

@@ -6,8 +6,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from verify.secrets import scrub
-
 __all__ = ["SecretFilter", "install_log_filter"]
 
 _SCRUBBED = "verify_secrets_scrubbed"
@@ -19,6 +17,8 @@ class SecretFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, _SCRUBBED, False):
             return True
+        from verify.secrets import scrub  # its patterns load with the first record, not with --help
+
         try:
             message = record.getMessage()
         except Exception:  # arguments that do not fit the format; a log call must not raise: show both

@@ -15,22 +15,25 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from verify.benchmark.jsonld import Benchmark, load_benchmark, save_benchmark
-from verify.benchmark.suite import Suite, is_suite_file, load_suite, write_suite
 from verify.cli.log_filter import install_log_filter
 from verify.errors import UserError
 from verify.files import DEFAULT_MAX_INPUT_MB, input_limit, refuse_clobber, refuse_same_outputs
-from verify.secrets import scrub
+
+if TYPE_CHECKING:  # the models load when a command runs, not for --help
+    from verify.benchmark.jsonld import Benchmark
+    from verify.benchmark.suite import Suite
 
 __all__ = ["convert", "open_suite", "suite_config"]
 
 
 def open_suite(flags: dict[str, Any]) -> Suite | None:
     """The suite named by BENCHMARK, or None when it is a checkpoint (or absent)."""
+    from verify.benchmark.suite import is_suite_file, load_suite
+
     path = flags.get("benchmark")
     if path is None or not is_suite_file(Path(path)):
         return None
@@ -82,6 +85,8 @@ def run_answers(suite: Suite | None, flags: dict[str, Any], read: Any) -> tuple[
 
 
 def read_benchmark(path: Path, suite: Suite | None) -> Benchmark:
+    from verify.benchmark.jsonld import load_benchmark
+
     return suite.benchmark if suite is not None else load_benchmark(path)
 
 
@@ -97,6 +102,8 @@ def convert(
     max_input_mb: Annotated[float, typer.Option(min=0.001, help="largest input file read, in MB")] = DEFAULT_MAX_INPUT_MB,
 ) -> None:
     """Convert a test suite into a karenina checkpoint, or a checkpoint into a suite (what a suite can hold)."""
+    from verify.secrets import scrub
+
     install_log_filter()
     try:
         with input_limit(max_input_mb):
@@ -113,6 +120,9 @@ def convert(
 
 
 def _convert(source: Path, output: Path, answers: Path | None, *, overwrite: bool, allow_outside_paths: bool) -> list[str]:
+    from verify.benchmark.jsonld import load_benchmark, save_benchmark
+    from verify.benchmark.suite import is_suite_file, load_suite, write_suite
+
     if not source.is_file():
         raise UserError(f"{source} does not exist", "give a suite (.yaml, .yml, .json) or a checkpoint (.jsonld)")
     refuse_same_outputs([("source", source), ("--output", output), ("--answers", answers)])

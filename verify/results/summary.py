@@ -161,11 +161,11 @@ class Summary:
             risks = dj.rubric_hallucination_risk_assessment or {}
             self.dj_high_risk += sum(1 for r in risks.values() if r.overall_risk in ("medium", "high"))
         if result.rubric:
-            verdict = result.rubric.rubric_verdict
+            rubric_verdict = result.rubric.rubric_verdict
             # A trait's pass bar means something only where a rubric verdict was asked for: without one
             # (scores only, karenina's default) the run passes no task on it, so "0/8 passed" would read
             # as a failure of traits that no rule weighed.
-            weighed = verdict.traits if verdict is not None and verdict.verdict is not None else {}
+            weighed = rubric_verdict.traits if rubric_verdict is not None and rubric_verdict.verdict is not None else {}
             for name, outcome in result.rubric.trait_status.items():
                 tally = self.by_trait[name]
                 if name in weighed and weighed[name].passed is not None:
