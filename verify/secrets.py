@@ -21,11 +21,10 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
-if TYPE_CHECKING:  # pydantic loads with the models, not with the CLI's --help
-    from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 __all__ = [
     "FREE_FORM_FIELDS", "MASK", "MIN_SECRET_LENGTH", "clear_secrets", "is_secret_key", "mask_data", "mask_json",
@@ -295,8 +294,6 @@ def register_config_secrets(config: BaseModel) -> None:
 def _secrets_in(value: Any, free: bool = False, named: bool = False) -> Iterator[str]:
     """The secrets in a config value; ``named``: it sits under a credential name; ``free``: it is
     free-form, so its keys and ``[name, value]`` pairs can name credentials."""
-    from pydantic import BaseModel, SecretStr
-
     if isinstance(value, SecretStr):
         yield value.get_secret_value()
     elif isinstance(value, BaseModel):

@@ -12,7 +12,6 @@ Exit codes: 0 run completed with no task errors; 1 user or setup error; 2 usage 
 # No ``from __future__ import annotations`` here: typer reads the run command's ~70 annotations, and
 # as strings they would be evaluated (twice) on every start, a third of the time ``--help`` takes.
 import json
-import logging
 import signal
 from collections import Counter
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Annotated, Any
 import typer
 import typer.core
 
+from verify.cli.command_types import RunByDefault
 from verify.cli.init_cmd import init
 from verify.cli.inputs import (
     build_config,
@@ -40,38 +40,15 @@ from verify.cli.karenina import (
     read_replay,
     resolve_resume,
 )
-from verify.cli.log_filter import install_log_filter
+from verify.cli.log_filter import install_log_filter, warn_once
 from verify.cli.suite_cmd import convert
 from verify.errors import RunInterrupted, UserError
 from verify.files import DEFAULT_MAX_INPUT_MB, input_limit, refuse_clobber
 
-
-class _RunByDefault(typer.core.TyperGroup):
-    """``verify FILE ...`` runs (the ``run`` command, as karenina's ``verify``); ``verify report ...``
-    is a command of its own."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
-            if _looks_like_command(args):
-                names = ", ".join(sorted(self.commands))
-                ctx.fail(f"unknown command {args[0]!r}; the commands are {names} "
-                         "(or give a checkpoint or suite FILE to run it)")
-            args = ["run", *args]
-        return super().parse_args(ctx, args)
-
-
-def _looks_like_command(args: list[str]) -> bool:
-    """``verify eval suite.yaml``: a bare word that names no file, followed by more arguments, is a
-    mistyped command rather than the BENCHMARK of a run (which would fail on its extra argument)."""
-    word = args[0]
-    return (len(args) > 1 and not word.startswith("-") and not any(c in word for c in "./\\")
-            and not Path(word).exists() and not args[1].startswith("-"))
-
-
 app = typer.Typer(
-    # click's plain layout for help (see verify.cli.help_format): long flag names are never cut at 80
+    # click's plain layout for help (see verify.cli.command_types): long flag names are never cut at 80
     # columns, and --help does not load rich.
-    cls=_RunByDefault, add_completion=False, pretty_exceptions_show_locals=False, no_args_is_help=True,
+    cls=RunByDefault, add_completion=False, pretty_exceptions_show_locals=False, no_args_is_help=True,
     rich_markup_mode=None,
     help="Verify LLM answers against a karenina-style benchmark: rubrics, deep judgment, templates. "
     "`verify FILE ...` runs (see `verify run --help`; FILE may be a suite.yaml); `verify report RESULTS` makes the "
@@ -178,7 +155,7 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
     signal.signal(signal.SIGTERM, raise_terminated)  # start-up; the run itself handles SIGTERM on its event loop
     install_log_filter()
     register_env_secrets()
-    repeats = _warn_once()
+    repeats = warn_once()
     try:
         with input_limit(max_input_mb):
             code = _main(flags)
@@ -209,33 +186,6 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
             if count > 1:
                 typer.secho(f"warning: {count - 1} more like: {message[:120]}", err=True, fg="yellow")
     raise typer.Exit(code)
-
-
-class _Once(logging.Filter):
-    """verify's warnings on stderr, each distinct message once; repeats are counted for the end."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.counts: Counter[str] = Counter()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        self.counts[message] += 1
-        return self.counts[message] == 1
-
-
-def _warn_once() -> _Once:
-    logger = logging.getLogger("verify")
-    for handler in [h for h in logger.handlers if getattr(h, "verify_cli", False)]:
-        logger.removeHandler(handler)  # one handler per invocation (tests invoke the CLI many times)
-    handler = logging.StreamHandler()
-    handler.verify_cli = True  # type: ignore[attr-defined]
-    handler.setLevel(logging.WARNING)
-    handler.setFormatter(logging.Formatter("warning: %(message)s"))
-    once = _Once()
-    handler.addFilter(once)
-    logger.addHandler(handler)
-    return once
 
 
 def _print_traceback() -> None:
@@ -384,7 +334,6 @@ def _main(flags: dict[str, Any]) -> int:
 
 def _resume_advice(results: list[Any]) -> str:
     """Which tasks ``--resume`` would run again, and why (transient, or fixed outside the run)."""
-    from collections import Counter
 
     from verify.results.store import rerun_reason
 

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from verify.cli.help_format import GroupedHelpCommand
+from verify.cli.command_types import GroupedHelpCommand
 from verify.errors import UserError
 
 __all__ = [
