@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from bench import Report, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "benchmarks" / "demo"
+DEMO = ROOT / "verify" / "examples" / "demo"
 VERIFY = Path(sys.executable).parent / "verify"
 
 

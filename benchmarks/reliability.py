@@ -7,7 +7,7 @@ Usage::
     python benchmarks/reliability.py --only kill,secrets --keep /tmp/rel   # some scenarios; keep the files
 
 Every case runs ``python -m verify`` in subprocesses, in a fresh folder, on the offline demo
-(``benchmarks/demo``: 4 questions x 2 recorded answerers = 8 tasks, deep judgment by the simulated
+(``verify/examples/demo``: 4 questions x 2 recorded answerers = 8 tasks, deep judgment by the simulated
 judge, slowed down with ``extra_kwargs.latency_ms`` so that a run can be stopped part-way), and
 compares the final export with an uninterrupted reference run. Only loopback networking is used.
 Scenarios (the names ``--only`` takes):
@@ -82,8 +82,8 @@ if str(HERE) not in sys.path:  # run as a script or loaded by file path from the
 from benchgen import server_process  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
-ANSWERS = REPO / "benchmarks" / "demo" / "answers.json"
+DEMO = REPO / "verify" / "examples" / "demo" / "demo.jsonld"
+ANSWERS = REPO / "verify" / "examples" / "demo" / "answers.json"
 DEMO_PRESET = REPO / "verify" / "config" / "presets" / "demo.json"
 SCENARIOS = ("kill", "faults", "two_process", "full_disk", "secrets")
 SEED = 12

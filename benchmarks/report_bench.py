@@ -6,7 +6,7 @@ Usage::
     python benchmarks/report_bench.py --tasks 20000 --keep /tmp/big.html
 
 The results are a real verify export (``verify.results.export.export``) built from one real run: the
-offline demo (``benchmarks/demo``: simulated answerers and judge, template and rubric, template deep
+offline demo (``verify/examples/demo``: simulated answerers and judge, template and rubric, template deep
 judgment and rubric deep judgment for every LLM trait, so every result has validated excerpts and
 reasoning citing them). Its 8 results are replicated with varied question ids and texts, answering
 models (4), answers (extra sentences appended, so the excerpts' offsets stay true; some with HTML
@@ -55,7 +55,7 @@ from verify.results.export import export, load_results, read_export_header  # no
 from verify.results.models import VerificationResult  # noqa: E402
 from verify.run.runner import run_verification  # noqa: E402
 
-DEMO = HERE / "demo"
+DEMO = HERE.parent / "verify" / "examples" / "demo"
 TARGET_OPEN_SECONDS = 2.0
 #: The answering models of the synthetic run: (config id, model name).
 MODELS = (("model-a", "answerer-large"), ("model-b", "answerer-small"), ("model-c", "answerer-tuned"),

@@ -11,7 +11,7 @@ from fakes import simulated_judge
 from verify.benchmark.jsonld import Benchmark, load_benchmark
 from verify.llm.simulated.model import SimulatedModel
 
-DEMO = Path(__file__).resolve().parent.parent / "benchmarks" / "demo"
+DEMO = Path(__file__).resolve().parent.parent / "verify" / "examples" / "demo"
 
 
 @pytest.fixture

@@ -367,9 +367,9 @@ def dead_run(url: str, breaker_failures: int, *, replicates: int, timeout: float
         "answering_models": [answerer], "parsing_models": [judge], "evaluation_mode": "rubric_only",
         "replicate_count": replicates, "async_max_workers": 4, "max_concurrent_requests": 4, "retry_policy": policy,
     })  # fmt: skip
-    answers = json.loads((ROOT / "benchmarks" / "demo" / "answers.json").read_text())
+    answers = json.loads((ROOT / "verify" / "examples" / "demo" / "answers.json").read_text())
     started = time.perf_counter()
-    outcome = run_verification(load_benchmark(ROOT / "benchmarks" / "demo" / "demo.jsonld"), config,
+    outcome = run_verification(load_benchmark(ROOT / "verify" / "examples" / "demo" / "demo.jsonld"), config,
                                answers=answers, keep_results=True)  # fmt: skip
     return outcome, time.perf_counter() - started
 

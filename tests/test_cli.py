@@ -29,8 +29,8 @@ from verify.cli import app
 from verify.llm.simulated.brain import Faults, fabricates
 
 REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
-ANSWERS = REPO / "benchmarks" / "demo" / "answers.json"
+DEMO = REPO / "verify" / "examples" / "demo" / "demo.jsonld"
+ANSWERS = REPO / "verify" / "examples" / "demo" / "answers.json"
 DEMO_PRESET = REPO / "verify" / "config" / "presets" / "demo.json"
 KARENINA = REPO / "tests" / "fixtures" / "karenina"
 SEED_003 = KARENINA / "deep-judgment-rubrics.md"  # karenina's "Deep Judgment for Rubrics" page (seed 003)

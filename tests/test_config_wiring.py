@@ -31,8 +31,8 @@ from verify.llm.simulated.model import SimulatedModel
 from verify.run.runner import run_verification
 
 REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
-ANSWERS = REPO / "benchmarks" / "demo" / "answers.json"
+DEMO = REPO / "verify" / "examples" / "demo" / "demo.jsonld"
+ANSWERS = REPO / "verify" / "examples" / "demo" / "answers.json"
 # modules that define or copy config fields; a field "read" only there is not read by the run
 DEFINING = {"verification.py", "models.py", "report.py", "overrides.py", "preset.py", "cli.py"}
 

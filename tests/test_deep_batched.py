@@ -27,7 +27,7 @@ from verify.results.models import TraitOutcome
 from verify.results.reasons import CONTRADICTION
 
 REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
+DEMO = REPO / "verify" / "examples" / "demo" / "demo.jsonld"
 QUESTION = "How does fermentation work in sample 3?"
 ANSWER = (  # about 650 characters, six sentences (the shape of benchmarks/benchgen.py's answers)
     "In sample 3, fermentation works because energy drives the underlying mechanism of the process "

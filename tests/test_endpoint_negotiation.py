@@ -210,9 +210,9 @@ def test_a_run_logs_the_switch_once_and_scores_every_trait(
         answering_models=[answerer], parsing_models=[judge], evaluation_mode="rubric_only",
         deep_judgment_rubric_mode="enable_all", async_max_workers=4,
     ))  # fmt: skip
-    answers = json.loads((ROOT / "benchmarks" / "demo" / "answers.json").read_text())
+    answers = json.loads((ROOT / "verify" / "examples" / "demo" / "answers.json").read_text())
     with caplog.at_level(logging.WARNING, logger=NEGOTIATION_LOG):
-        outcome = run_verification(load_benchmark(ROOT / "benchmarks" / "demo" / "demo.jsonld"), config,
+        outcome = run_verification(load_benchmark(ROOT / "verify" / "examples" / "demo" / "demo.jsonld"), config,
                                    answers=answers, question_ids=["demo-capital", "demo-cold"],
                                    output=tmp_path / "results.json", keep_results=True)
     assert len(switches(caplog)) == 1

@@ -11,7 +11,7 @@ from pathlib import Path
 from verify.llm.simulated.server import start_server
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "benchmarks" / "demo"
+DEMO = ROOT / "verify" / "examples" / "demo"
 HEAVY = ("langchain", "langchain_core", "langchain_openai", "langchain_anthropic", "langchain_ollama", "openai",
          "anthropic")  # fmt: skip
 

@@ -13,8 +13,8 @@ from verify.llm.simulated.server import start_server
 from verify.run.runner import run_verification
 
 ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "benchmarks" / "demo" / "demo.jsonld"
-ANSWERS = json.loads((ROOT / "benchmarks" / "demo" / "answers.json").read_text())
+DEMO = ROOT / "verify" / "examples" / "demo" / "demo.jsonld"
+ANSWERS = json.loads((ROOT / "verify" / "examples" / "demo" / "answers.json").read_text())
 
 
 def http_config(url: str, **kw: object) -> VerificationConfig:

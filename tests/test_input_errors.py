@@ -27,7 +27,7 @@ from verify.run.tasks import check_templates, preflight, preflight_async
 
 REPO = Path(__file__).resolve().parent.parent
 KARENINA = REPO / "tests" / "fixtures" / "karenina"
-DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
+DEMO = REPO / "verify" / "examples" / "demo" / "demo.jsonld"
 runner = CliRunner()
 
 

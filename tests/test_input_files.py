@@ -26,11 +26,11 @@ from verify.errors import BenchmarkError
 from verify.files import JsonProblem, input_limit, parse_yaml, read_text
 
 REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
-ANSWERS = REPO / "benchmarks" / "demo" / "answers.json"
+DEMO = REPO / "verify" / "examples" / "demo" / "demo.jsonld"
+ANSWERS = REPO / "verify" / "examples" / "demo" / "answers.json"
 PRESET = REPO / "verify" / "config" / "presets" / "demo.json"
 KARENINA = REPO / "tests" / "fixtures" / "karenina"
-OFFLINE = REPO / "benchmarks" / "suite" / "offline.json"
+OFFLINE = REPO / "verify" / "examples" / "suite" / "offline.json"
 VERIFY = [sys.executable, "-m", "verify"]
 runner = CliRunner()
 no_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")

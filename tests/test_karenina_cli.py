@@ -25,8 +25,8 @@ from verify.cli.karenina import rewrite_resume
 from verify.config.verification import VerificationConfig
 
 REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
-ANSWERS = REPO / "benchmarks" / "demo" / "answers.json"
+DEMO = REPO / "verify" / "examples" / "demo" / "demo.jsonld"
+ANSWERS = REPO / "verify" / "examples" / "demo" / "answers.json"
 
 runner = CliRunner()
 

@@ -13,7 +13,7 @@ from verify.benchmark.traits import Rubric
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "karenina"
-DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
+DEMO = REPO / "verify" / "examples" / "demo" / "demo.jsonld"
 
 
 def test_a_karenina_preset_script_runs_after_changing_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

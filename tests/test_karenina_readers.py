@@ -24,8 +24,8 @@ from verify.results.export_csv import KARENINA_HEAD, KARENINA_TAIL
 from verify.run.runner import run_verification
 
 ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "benchmarks" / "demo" / "demo.jsonld"
-ANSWERS = ROOT / "benchmarks" / "demo" / "answers.json"
+DEMO = ROOT / "verify" / "examples" / "demo" / "demo.jsonld"
+ANSWERS = ROOT / "verify" / "examples" / "demo" / "answers.json"
 
 
 PYTHON = karenina_python()

@@ -25,8 +25,8 @@ from verify.results.store import HEADER_KEY, progress_path
 from verify.secrets import MASK, clear_secrets
 
 REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "benchmarks" / "demo"
-SUITE_PRESET = REPO / "benchmarks" / "suite" / "offline.json"
+DEMO = REPO / "verify" / "examples" / "demo"
+SUITE_PRESET = REPO / "verify" / "examples" / "suite" / "offline.json"
 RENAMED = {"demo-capital": "reset-password", "demo-boiling": "api_key"}
 TRAIT = "password"  # the demo's global trait "clarity", renamed
 

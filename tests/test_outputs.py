@@ -26,8 +26,8 @@ from verify.results.store import progress_path, rerun_reason
 from verify.run.runner import run_verification
 
 REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
-ANSWERS = REPO / "benchmarks" / "demo" / "answers.json"
+DEMO = REPO / "verify" / "examples" / "demo" / "demo.jsonld"
+ANSWERS = REPO / "verify" / "examples" / "demo" / "answers.json"
 DEMO_PRESET = REPO / "verify" / "config" / "presets" / "demo.json"
 
 

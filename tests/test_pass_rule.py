@@ -109,7 +109,7 @@ def test_fail_under_on_the_cli_is_refused_before_any_call(tmp_path: Path) -> Non
         calls.append("call")
         return real(*args, **kwargs)
 
-    demo = REPO / "benchmarks" / "demo"
+    demo = REPO / "verify" / "examples" / "demo"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(brain, "reply", counting)
         result = CliRunner().invoke(app, [str(demo / "demo.jsonld"), "--preset", "demo", "--answers",

@@ -33,7 +33,7 @@ from verify.report.task_data import task_id, task_status
 from verify.results.export import load_results
 from verify.results.models import Excerpt, VerificationResult
 
-DEMO = Path(__file__).resolve().parent.parent / "benchmarks" / "demo"
+DEMO = Path(__file__).resolve().parent.parent / "verify" / "examples" / "demo"
 HOSTILE = ('The capital of France is Paris. <script>alert(1)</script> He said "yes" & \'no\' &amp; '
            "</mark></script><!-- --> end\u2028line. Paris has been the political centre of France for centuries.")
 

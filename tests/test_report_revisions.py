@@ -30,7 +30,7 @@ from verify.results.export_csv import KARENINA_HEAD, KARENINA_TAIL, OWN_COLUMNS
 from verify.results.models import VerificationResult
 from verify.results.revisions import RevisionTally
 
-DEMO = Path(__file__).resolve().parent.parent / "benchmarks" / "demo" / "demo.jsonld"
+DEMO = Path(__file__).resolve().parent.parent / "verify" / "examples" / "demo" / "demo.jsonld"
 PAYLOAD = "<script>alert(1)</script>"
 TRANSCRIPT: list[dict[str, Any]] = [
     {"role": "system", "content": "You answer with sources."},

@@ -27,9 +27,9 @@ from verify.results.store import progress_path, rerun_reason
 from verify.run.runner import run_verification
 
 REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
-ANSWERS = REPO / "benchmarks" / "demo" / "answers.json"
-OFFLINE = REPO / "benchmarks" / "suite" / "offline.json"
+DEMO = REPO / "verify" / "examples" / "demo" / "demo.jsonld"
+ANSWERS = REPO / "verify" / "examples" / "demo" / "answers.json"
+OFFLINE = REPO / "verify" / "examples" / "suite" / "offline.json"
 TASKS = 8  # the demo: 4 questions x 2 answering models
 
 

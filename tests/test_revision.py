@@ -36,7 +36,7 @@ from verify.run.pipeline import plan
 from verify.run.revision import OnEvaluation, run_revising
 from verify.run.state import Deps
 
-DEMO = Path(__file__).resolve().parent.parent / "benchmarks" / "demo" / "demo.jsonld"
+DEMO = Path(__file__).resolve().parent.parent / "verify" / "examples" / "demo" / "demo.jsonld"
 HAS_NUMBER = RegexTrait(name="has_number", description="Contains a number", pattern=r"\d+")
 NAMES_CITY = LLMTrait(name="names_city", kind="boolean", description="The response names the city")
 

@@ -268,7 +268,7 @@ def test_a_checkpoint_keeps_weights_required_thresholds_and_ranges(tmp_path: Pat
 
 
 def test_a_karenina_checkpoint_is_written_back_without_weighting_properties(tmp_path: Path) -> None:
-    demo = Path(__file__).resolve().parents[1] / "benchmarks" / "demo" / "demo.jsonld"
+    demo = Path(__file__).resolve().parents[1] / "verify" / "examples" / "demo" / "demo.jsonld"
     text = save_benchmark(load_benchmark(demo), tmp_path / "copy.jsonld").read_text()
     for name in ("weight", "required", "pass_threshold", "score_ranges"):
         assert f'"name": "{name}"' not in text

@@ -17,8 +17,8 @@ from verify.results.store import progress_path
 from verify.run.runner import run_verification
 
 ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "benchmarks" / "demo" / "demo.jsonld"
-ANSWERS = ROOT / "benchmarks" / "demo" / "answers.json"
+DEMO = ROOT / "verify" / "examples" / "demo" / "demo.jsonld"
+ANSWERS = ROOT / "verify" / "examples" / "demo" / "answers.json"
 VOLATILE = {"execution_time", "timestamp"}
 
 

@@ -38,7 +38,7 @@ from verify.secrets import (
 )
 
 REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
+DEMO = REPO / "verify" / "examples" / "demo" / "demo.jsonld"
 DEMO_PRESET = REPO / "verify" / "config" / "presets" / "demo.json"
 KEY = "sk-proj-" + "A1b2C3d4" * 6
 URL_PASSWORD = "pw12345678"  # 10 characters, not key-shaped

@@ -1,7 +1,7 @@
 """Test-suite files (AgentV tests/assertions, letta graders/gates, Docent judges): load, convert and
 round-trip, located errors for bad suites, and offline runs through the CLI.
 
-Runs use the simulated judge (``benchmarks/suite/offline.json``) and the suite's recorded outputs.
+Runs use the simulated judge (``verify/examples/suite/offline.json``) and the suite's recorded outputs.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from verify.cli import app
 from verify.errors import BenchmarkError
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLE = REPO / "benchmarks" / "suite" / "suite.yaml"
-OFFLINE = REPO / "benchmarks" / "suite" / "offline.json"
-DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
+EXAMPLE = REPO / "verify" / "examples" / "suite" / "suite.yaml"
+OFFLINE = REPO / "verify" / "examples" / "suite" / "offline.json"
+DEMO = REPO / "verify" / "examples" / "demo" / "demo.jsonld"
 
 runner = CliRunner()
 

@@ -30,7 +30,7 @@ from verify.run.runner import run_verification
 MINIMAL = KARENINA / "minimal.jsonld"
 MULTI = KARENINA / "multi_question.jsonld"
 RUBRICS = KARENINA / "with_rubrics.jsonld"
-DEMO = Path(__file__).resolve().parent.parent / "benchmarks" / "demo"
+DEMO = Path(__file__).resolve().parent.parent / "verify" / "examples" / "demo"
 Q1, AUTHOR, CAPITAL_Q = "urn:karenina:test:q001", "urn:karenina:test:mq003", "urn:karenina:test:rq003"
 REFUSAL = "I'm sorry, but I cannot answer that question."
 

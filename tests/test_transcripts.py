@@ -25,7 +25,7 @@ from verify.run.recorded import check_recorded_answers
 from verify.run.state import Task, TaskState
 
 REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "benchmarks" / "demo" / "demo.jsonld"
+DEMO = REPO / "verify" / "examples" / "demo" / "demo.jsonld"
 
 BOILING = LLMTrait(name="boiling_point", kind="boolean", description="Mentions the boiling point of water")
 EVIDENCE = "The boiling point of water is 100 degrees Celsius at sea level."

@@ -26,9 +26,10 @@ from __future__ import annotations
 import difflib
 import types
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError
+if TYPE_CHECKING:  # pydantic loads with the models, not with the CLI's --help
+    from pydantic import BaseModel, ValidationError
 
 #: Failure categories of a model or search call that a later attempt may not see again: retried
 #: with backoff (``retry_policy``), recorded as retryable task errors, and re-run by ``--resume``.
@@ -257,6 +258,8 @@ def _field_names(model: type[BaseModel]) -> list[str]:
 
 def _walk(root: type[BaseModel] | None, loc: tuple[Any, ...]) -> tuple[str, type[BaseModel] | None]:
     """Render ``loc`` as ``a.b[0].c`` (dropping pydantic's union tags) and find the model it ends in."""
+    from pydantic import BaseModel
+
     path = ""
     tp: Any = root
     for seg in loc:

@@ -1,4 +1,4 @@
-"""Regenerate the offline demo checkpoint (benchmarks/demo/demo.jsonld) and its recorded answers.
+"""Regenerate the offline demo checkpoint (verify/examples/demo/demo.jsonld) and its recorded answers.
 
 Run: python benchmarks/demo/make_demo.py
 """
@@ -13,7 +13,7 @@ from verify.benchmark.jsonld import Benchmark, save_benchmark
 from verify.benchmark.question import Question
 from verify.benchmark.traits import CallableTrait, LLMTrait, MetricTrait, RegexTrait, Rubric
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parents[2] / "verify" / "examples" / "demo"  # shipped in the wheel
 CONCISE = "def evaluate(text):\n    return len(text.split()) <= 80\n"
 
 # Answer templates (karenina style): the judge fills the fields, verify() decides correctness.

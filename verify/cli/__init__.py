@@ -9,10 +9,9 @@ Exit codes: 0 run completed with no task errors; 1 user or setup error; 2 usage 
 130 / 143 stopped by Ctrl-C / SIGTERM (what finished is saved; ``--resume`` goes on).
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: typer reads the run command's ~70 annotations, and
+# as strings they would be evaluated (twice) on every start, a third of the time ``--help`` takes.
 import json
-import logging
 import signal
 from collections import Counter
 from pathlib import Path
@@ -21,9 +20,12 @@ from typing import Annotated, Any
 import typer
 import typer.core
 
+from verify.cli.command_types import RunByDefault
+from verify.cli.init_cmd import init
 from verify.cli.inputs import (
     build_config,
     check_call_log,
+    default_output,
     parse_duration,
     parse_indices,
     read_answers,
@@ -39,29 +41,19 @@ from verify.cli.karenina import (
     read_replay,
     resolve_resume,
 )
-from verify.cli.log_filter import install_log_filter
+from verify.cli.log_filter import install_log_filter, warn_once
 from verify.cli.suite_cmd import convert
 from verify.errors import RunInterrupted, UserError
 from verify.files import DEFAULT_MAX_INPUT_MB, input_limit, refuse_clobber
-from verify.run.signals import Terminated, raise_terminated
-from verify.secrets import mask_data, register_config_secrets, register_env_secrets, scrub
-
-
-class _RunByDefault(typer.core.TyperGroup):
-    """``verify FILE ...`` runs (the ``run`` command, as karenina's ``verify``); ``verify report ...``
-    is a command of its own."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
-            args = ["run", *args]
-        return super().parse_args(ctx, args)
-
 
 app = typer.Typer(
-    cls=_RunByDefault, add_completion=False, pretty_exceptions_show_locals=False, no_args_is_help=True,
+    # click's plain layout for help (see verify.cli.command_types): long flag names are never cut at 80
+    # columns, and --help does not load rich.
+    cls=RunByDefault, add_completion=False, pretty_exceptions_show_locals=False, no_args_is_help=True,
+    rich_markup_mode=None,
     help="Verify LLM answers against a karenina-style benchmark: rubrics, deep judgment, templates. "
     "`verify FILE ...` runs (see `verify run --help`; FILE may be a suite.yaml); `verify report RESULTS` makes the "
-    "evidence page; `verify convert` turns a suite into a checkpoint and back.",
+    "evidence page; `verify convert` turns a suite into a checkpoint and back; `verify init DIR` writes a small project to start from.",
 )
 
 Opt = typer.Option
@@ -127,7 +119,7 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
     answering_provider: Annotated[str | None, Opt(help="answering model provider, e.g. openai (set on every answering model)", rich_help_panel=MODELS)] = None,
     answering_id: Annotated[str | None, Opt(help="answering model id used in results", rich_help_panel=MODELS)] = None,
     parsing_model: Annotated[str | None, Opt(help="judge (parsing) model name (set on every judge model)", rich_help_panel=MODELS)] = None,
-    parsing_provider: Annotated[str | None, Opt(help="judge model provider, e.g. anthropic (set on every judge model)", rich_help_panel=MODELS)] = None,
+    parsing_provider: Annotated[str | None, Opt(help="judge model provider, e.g. anthropic (set on every judge model); the offline judge is --interface simulated instead", rich_help_panel=MODELS)] = None,
     parsing_id: Annotated[str | None, Opt(help="judge model id used in results", rich_help_panel=MODELS)] = None,
     temperature: Annotated[float | None, Opt(help="temperature of every answering and judge model", rich_help_panel=MODELS)] = None,
     interface: Annotated[str | None, Opt(help="interface for both roles (manual: answering only)", rich_help_panel=MODELS)] = None,
@@ -159,10 +151,14 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
 ) -> None:
     """Run (or plan) a verification of BENCHMARK."""
     flags = dict(locals())
+    # Loaded when a command runs, not for --help: asyncio, and the secret patterns' regexes.
+    from verify.run.signals import Terminated, raise_terminated
+    from verify.secrets import register_env_secrets, scrub
+
     signal.signal(signal.SIGTERM, raise_terminated)  # start-up; the run itself handles SIGTERM on its event loop
     install_log_filter()
     register_env_secrets()
-    repeats = _warn_once()
+    repeats = warn_once()
     try:
         with input_limit(max_input_mb):
             code = _main(flags)
@@ -195,35 +191,10 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
     raise typer.Exit(code)
 
 
-class _Once(logging.Filter):
-    """verify's warnings on stderr, each distinct message once; repeats are counted for the end."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.counts: Counter[str] = Counter()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        self.counts[message] += 1
-        return self.counts[message] == 1
-
-
-def _warn_once() -> _Once:
-    logger = logging.getLogger("verify")
-    for handler in [h for h in logger.handlers if getattr(h, "verify_cli", False)]:
-        logger.removeHandler(handler)  # one handler per invocation (tests invoke the CLI many times)
-    handler = logging.StreamHandler()
-    handler.verify_cli = True  # type: ignore[attr-defined]
-    handler.setLevel(logging.WARNING)
-    handler.setFormatter(logging.Formatter("warning: %(message)s"))
-    once = _Once()
-    handler.addFilter(once)
-    logger.addHandler(handler)
-    return once
-
-
 def _print_traceback() -> None:
     import traceback
+
+    from verify.secrets import scrub
 
     typer.echo(scrub(traceback.format_exc()), err=True)
 
@@ -233,6 +204,7 @@ def _main(flags: dict[str, Any]) -> int:
     from verify.config.report import config_to_dict, config_warnings
     from verify.run.runner import RunOptions, run_verification
     from verify.run.tasks import select_questions
+    from verify.secrets import mask_data, register_config_secrets, scrub
 
     for line in inert_option_warnings(flags):
         typer.secho(f"warning: {line}", err=True, fg="yellow")
@@ -299,7 +271,7 @@ def _main(flags: dict[str, Any]) -> int:
         options.output, options.run_name = directory.results_path, options.run_name or flags["run_label"]
         typer.echo(f"run directory: {directory.path}", err=True)
     if options.output is None:
-        options.output = Path("verify-results") / f"{Path(flags['benchmark']).stem}.json"
+        options.output = default_output(Path(flags["benchmark"]))
     if flags["report_path"] is not None and options.output.suffix.lower() not in (".json", ".jsonl"):
         raise UserError(f"--report needs a .json or .jsonl --output, not {options.output.name}",
                         "write the results as .json (a CSV holds no evidence to show)")
@@ -319,6 +291,8 @@ def _main(flags: dict[str, Any]) -> int:
             directory.finish("interrupted")
         typer.secho(f"interrupted: finished tasks are saved in {options.output}.progress.jsonl", err=True, fg="yellow")
         typer.echo(f"hint: rerun with --resume and --output {options.output} to finish the others", err=True)
+        from verify.run.signals import Terminated
+
         return 143 if isinstance(exc, Terminated) else 130
     except BaseException as exc:
         if directory is not None:
@@ -336,6 +310,9 @@ def _main(flags: dict[str, Any]) -> int:
     render_summary(outcome)
     if flags["report_path"] is not None and outcome.output is not None:
         typer.echo(f"report: {write_page([outcome.output], flags['report_path'], overwrite=flags['overwrite'])}")
+    elif outcome.output is not None and outcome.output.suffix.lower() in (".json", ".jsonl"):
+        page = outcome.output.with_suffix(".html")
+        typer.echo(f"evidence page (every score with the quotes it rests on): verify report {outcome.output} -o {page}")
     if outcome.summary.errors:
         for message, count in sorted(outcome.summary.error_messages.items(), key=lambda kv: -kv[1])[:3]:
             typer.secho(f"error ({count} task(s)): {scrub(message)}", err=True, fg="red")
@@ -361,7 +338,6 @@ def _main(flags: dict[str, Any]) -> int:
 
 def _resume_advice(results: list[Any]) -> str:
     """Which tasks ``--resume`` would run again, and why (transient, or fixed outside the run)."""
-    from collections import Counter
 
     from verify.results.store import rerun_reason
 
@@ -381,6 +357,8 @@ def report(
     max_input_mb: Annotated[float, Opt(min=0.001, help="largest results file read, in MB")] = DEFAULT_MAX_INPUT_MB,
 ) -> None:
     """Write one self-contained HTML page: every score with the quotes it rests on, highlighted in the answer."""
+    from verify.secrets import scrub
+
     install_log_filter()
     try:
         if not 1 <= len(results) <= 2:
@@ -406,6 +384,7 @@ def write_page(results: list[Path], output: Path, title: str | None = None, *, o
 
 
 app.command("convert")(convert)  # verify convert suite.yaml -o benchmark.jsonld (and back)
+app.command("init")(init)  # verify init [DIR]: a small project that runs offline as written
 
 _PROCESS = {"own": False}
 

@@ -9,12 +9,22 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from verify.errors import UserError
 from verify.files import refuse_same_outputs
 
-__all__ = ["build_config", "check_call_log", "parse_duration", "parse_indices", "read_answers", "read_json", "read_prices", "run_inputs"]
+__all__ = ["build_config", "check_call_log", "default_output", "parse_duration", "parse_indices", "read_answers", "read_json", "read_prices", "run_inputs"]
+
+
+def default_output(benchmark: Path, folder: Path = Path("verify-results")) -> Path:
+    """Where a run without ``--output`` writes: ``verify-results/<name>.json``, or ``<name>-2.json``,
+    ``-3``, ... when an earlier run holds that name (its results or its unfinished progress), so
+    running the same command twice keeps both runs instead of failing on the first one's file."""
+    stem = Path(benchmark).stem
+    for n in range(1, 10_000):
+        path = folder / (f"{stem}.json" if n == 1 else f"{stem}-{n}.json")
+        if not path.exists() and not path.with_name(path.name + ".progress.jsonl").exists():
+            return path
+    raise UserError(f"{folder} holds 10,000 runs of {stem}", "give the results file with --output")
 
 
 def parse_indices(spec: str, count: int) -> list[int]:
@@ -131,6 +141,8 @@ def saved_config(data: dict[str, Any], manual_traces: Any) -> Any:
                 raise UserError("the run being resumed answered from manual traces, which are not saved with it",
                                 "pass --manual-traces FILE again")
             model["manual_traces"] = manual_traces
+    from pydantic import ValidationError
+
     try:
         return VerificationConfig.model_validate(data)
     except ValidationError as exc:
@@ -177,6 +189,8 @@ def build_config(flags: dict[str, Any], saved: dict[str, Any] | None = None) -> 
     if flags["deep_judgment_rubric_config"]:
         path = flags["deep_judgment_rubric_config"]
         data = read_json(path, "deep-judgment rubric config")
+        from pydantic import ValidationError
+
         try:
             ov["deep_judgment_rubric_config"] = DeepJudgmentRubricCustomConfig.model_validate(data)
         except ValidationError as exc:

@@ -23,8 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import typer.core
-
+from verify.cli.command_types import GroupedHelpCommand
 from verify.errors import UserError
 
 __all__ = [
@@ -80,7 +79,7 @@ def rewrite_revise(args: list[str]) -> list[str]:
     return out
 
 
-class ResumeAwareCommand(typer.core.TyperCommand):
+class ResumeAwareCommand(GroupedHelpCommand):
     """The ``verify`` command, reading karenina's ``--resume PATH`` (and a bare ``--revise-until-satisfied``)
     before click parses the line."""
 

@@ -1,14 +1,14 @@
-"""Every log record of this process scrubbed of credentials (:func:`verify.secrets.scrub`)."""
+"""Every log record of this process scrubbed of credentials (:func:`verify.secrets.scrub`), and verify's
+warnings on stderr once each (:func:`warn_once`)."""
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from verify.secrets import scrub
-
-__all__ = ["SecretFilter", "install_log_filter"]
+__all__ = ["Once", "SecretFilter", "install_log_filter", "warn_once"]
 
 _SCRUBBED = "verify_secrets_scrubbed"
 
@@ -19,6 +19,8 @@ class SecretFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, _SCRUBBED, False):
             return True
+        from verify.secrets import scrub  # its patterns load with the first record, not with --help
+
         try:
             message = record.getMessage()
         except Exception:  # arguments that do not fit the format; a log call must not raise: show both
@@ -56,3 +58,30 @@ def install_log_filter() -> None:
         logger.addFilter(SecretFilter())
     if not isinstance(logging.getLogRecordFactory(), _ScrubbingFactory):
         logging.setLogRecordFactory(_ScrubbingFactory(logging.getLogRecordFactory()))
+
+
+class Once(logging.Filter):
+    """verify's warnings on stderr, each distinct message once; repeats are counted for the end."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Counter[str] = Counter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        self.counts[message] += 1
+        return self.counts[message] == 1
+
+
+def warn_once() -> Once:
+    logger = logging.getLogger("verify")
+    for handler in [h for h in logger.handlers if getattr(h, "verify_cli", False)]:
+        logger.removeHandler(handler)  # one handler per invocation (tests invoke the CLI many times)
+    handler = logging.StreamHandler()
+    handler.verify_cli = True  # type: ignore[attr-defined]
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    once = Once()
+    handler.addFilter(once)
+    logger.addHandler(handler)
+    return once

@@ -5,29 +5,35 @@ A run of a suite is a run of its benchmark: the suite only adds what a checkpoin
 given by flags, and never over a flag or preset that says otherwise: its recorded outputs are the
 answers (unless ``--answers``), its gates are added to the config's, its graders' model is the judge
 when neither a preset nor ``--parsing-model`` names one, and the evaluation is ``rubric_only`` (a
-suite has no answer templates) unless ``--evaluation-mode`` says otherwise.
+suite has no answer templates) unless ``--evaluation-mode`` says otherwise. When the suite's shared
+``output`` answers every test, only the first answering model runs (with a warning): more models
+would each be handed the same answer.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from verify.benchmark.jsonld import Benchmark, load_benchmark, save_benchmark
-from verify.benchmark.suite import Suite, is_suite_file, load_suite, write_suite
 from verify.cli.log_filter import install_log_filter
 from verify.errors import UserError
 from verify.files import DEFAULT_MAX_INPUT_MB, input_limit, refuse_clobber, refuse_same_outputs
-from verify.secrets import scrub
+
+if TYPE_CHECKING:  # the models load when a command runs, not for --help
+    from verify.benchmark.jsonld import Benchmark
+    from verify.benchmark.suite import Suite
 
 __all__ = ["convert", "open_suite", "suite_config"]
 
 
 def open_suite(flags: dict[str, Any]) -> Suite | None:
     """The suite named by BENCHMARK, or None when it is a checkpoint (or absent)."""
+    from verify.benchmark.suite import is_suite_file, load_suite
+
     path = flags.get("benchmark")
     if path is None or not is_suite_file(Path(path)):
         return None
@@ -50,7 +56,23 @@ def suite_config(suite: Suite, config: Any, flags: dict[str, Any]) -> Any:
         if flags.get("temperature") is None and suite.judge_temperature is not None:
             update["temperature"] = suite.judge_temperature
         overrides["parsing_models"] = [{**m.model_dump(), **update} for m in config.parsing_models]
+    if _one_answer_per_test(suite, flags) and len(config.answering_models) > 1:
+        # Every answering model would be handed the same recorded output: N models would judge each
+        # test N times over one answer. The first model stands for the recorded outputs.
+        kept, *dropped = config.answering_models
+        logging.getLogger("verify").warning(
+            "the suite's recorded outputs are the answers of every answering model, so only the first "
+            f"({kept.id!r}) is run; dropped {', '.join(repr(m.id) for m in dropped)} (give per-model "
+            "outputs: {model id: text} in the suite to compare models)")
+        overrides["answering_models"] = [kept.model_dump()]
     return VerificationConfig.from_overrides(config, **overrides) if overrides else config
+
+
+def _one_answer_per_test(suite: Suite, flags: dict[str, Any]) -> bool:
+    """The suite's outputs answer every test, one shared ``output`` each, and are this run's answers."""
+    shared = suite.answers.get("*", {})
+    return (not flags.get("answers") and not flags.get("replay") and not flags.get("generate_missing_answers")
+            and set(suite.answers) == {"*"} and len(shared) == len(suite.benchmark.questions))
 
 
 def run_answers(suite: Suite | None, flags: dict[str, Any], read: Any) -> tuple[dict[str, dict[str, Any]], str | None]:
@@ -63,6 +85,8 @@ def run_answers(suite: Suite | None, flags: dict[str, Any], read: Any) -> tuple[
 
 
 def read_benchmark(path: Path, suite: Suite | None) -> Benchmark:
+    from verify.benchmark.jsonld import load_benchmark
+
     return suite.benchmark if suite is not None else load_benchmark(path)
 
 
@@ -78,6 +102,8 @@ def convert(
     max_input_mb: Annotated[float, typer.Option(min=0.001, help="largest input file read, in MB")] = DEFAULT_MAX_INPUT_MB,
 ) -> None:
     """Convert a test suite into a karenina checkpoint, or a checkpoint into a suite (what a suite can hold)."""
+    from verify.secrets import scrub
+
     install_log_filter()
     try:
         with input_limit(max_input_mb):
@@ -94,6 +120,9 @@ def convert(
 
 
 def _convert(source: Path, output: Path, answers: Path | None, *, overwrite: bool, allow_outside_paths: bool) -> list[str]:
+    from verify.benchmark.jsonld import load_benchmark, save_benchmark
+    from verify.benchmark.suite import is_suite_file, load_suite, write_suite
+
     if not source.is_file():
         raise UserError(f"{source} does not exist", "give a suite (.yaml, .yml, .json) or a checkpoint (.jsonld)")
     refuse_same_outputs([("source", source), ("--output", output), ("--answers", answers)])

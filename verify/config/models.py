@@ -266,6 +266,16 @@ class ModelConfig(BaseModel):
                     f'required for interface \'{iface}\': set it, e.g. "openai" or "anthropic"',
                 )
             )
+        if (self.model_provider or "").strip().lower() == "simulated" and iface != "simulated":
+            # The offline models are an interface, not a langchain provider: without this line the run
+            # fails later with "unknown provider" (or asks for a provider SDK that would not help).
+            problems.append(
+                (
+                    "model_provider",
+                    "'simulated' is an interface, not a provider: the offline models (text rules, no "
+                    "network) need interface 'simulated' too; add --interface simulated, or use --preset demo",
+                )
+            )
         if iface == "manual":
             if not self.manual_traces:
                 problems.append(

@@ -31,7 +31,7 @@ The page's DOM, which tests and tools may rely on:
   excerpt: ``data-cont="<task id>-E<n>"``); references ``<a class="ref" href="#<task id>-E<n>">``;
   a click on one adds the class ``active`` to its mark and scrolls to it; a mark in a transcript's
   block carries ``data-block="<n>"``;
-- revisions and transcripts: see :mod:`verify.report.script_agent`;
+- revisions and transcripts: see ``verify/report/assets/agent.js``;
 - with two runs: ``<table id="flips">`` with one ``<tr class="flip" data-task="..">`` per task whose
   status changed, and ``<table id="trait-flips">`` with ``tr.trait-flip`` rows.
 

@@ -22,22 +22,28 @@ import html
 import json
 import math
 import re
+from importlib import resources
 from typing import Any
 
-from verify.report.script_agent import AGENT_JS
-from verify.report.script_base import BASE_JS
-from verify.report.script_charts import CHARTS_JS
-from verify.report.script_table import TABLE_JS
-from verify.report.script_view import VIEW_JS
-from verify.report.style import CSS
 from verify.secrets import mask_data, may_hold_secret
 
-__all__ = ["COMPRESS_ABOVE", "SCRIPT", "data_of_page", "render_page", "script_json"]
+__all__ = ["COMPRESS_ABOVE", "CSS", "SCRIPT", "SCRIPT_PARTS", "data_of_page", "render_page", "script_json"]
 
 COMPRESS_ABOVE = 1_000_000
 """Characters of JSON above which the data is embedded gzipped (the demo's page stays readable)."""
 
-SCRIPT = "(function () {\n" + BASE_JS + CHARTS_JS + TABLE_JS + VIEW_JS + AGENT_JS + """
+
+
+def _asset(name: str) -> str:
+    """A file of the page's script or stylesheet, shipped in the wheel (verify/report/assets)."""
+    return resources.files("verify.report").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+#: The page's stylesheet and script parts, in order: helpers and data, charts, the task table, the
+#: task view, revisions and transcripts (each file's first comment says what it holds).
+CSS = _asset("page.css")
+SCRIPT_PARTS = ("base.js", "charts.js", "table.js", "view.js", "agent.js")
+SCRIPT = "(function () {\n" + "".join(_asset(name) for name in SCRIPT_PARTS) + """
 loadData().then(init, err => {
   const p = document.getElementById('loading');
   if (p) p.textContent = 'This report could not be read: ' + err;

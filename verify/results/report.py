@@ -192,7 +192,7 @@ def render_summary(outcome: RunOutcome) -> None:
     console.print(models)
     if s.by_trait:
         traits = Table(title="by trait")
-        for col in ("trait", "scored", "mean score", "unscored", "auto-failed", "passed (of weighed)"):
+        for col in ("trait", "scored", "mean score", "unscored", "auto-failed", "at its bar (of weighed)"):
             traits.add_column(col)
         for name, t in sorted(s.by_trait.items()):
             mean = f"{t.mean:.3f}" if t.mean is not None else "-"

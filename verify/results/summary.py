@@ -31,8 +31,8 @@ class TraitTally:
     total: float = 0.0
     normalised_total: float = 0.0
     numeric: int = 0  # scored with a number (a template-kind trait is scored with fields instead)
-    passed: int = 0  # judged and at or above its pass bar (the rubric verdict's, whether or not it counted)
-    weighed: int = 0  # judged and weighed in the rubric score
+    passed: int = 0  # judged and at or above its pass bar, in tasks a rubric verdict was given for
+    weighed: int = 0  # judged and weighed in a rubric verdict that was given
 
     @property
     def mean(self) -> float | None:
@@ -161,7 +161,11 @@ class Summary:
             risks = dj.rubric_hallucination_risk_assessment or {}
             self.dj_high_risk += sum(1 for r in risks.values() if r.overall_risk in ("medium", "high"))
         if result.rubric:
-            weighed = result.rubric.rubric_verdict.traits if result.rubric.rubric_verdict else {}
+            rubric_verdict = result.rubric.rubric_verdict
+            # A trait's pass bar means something only where a rubric verdict was asked for: without one
+            # (scores only, karenina's default) the run passes no task on it, so "0/8 passed" would read
+            # as a failure of traits that no rule weighed.
+            weighed = rubric_verdict.traits if rubric_verdict is not None and rubric_verdict.verdict is not None else {}
             for name, outcome in result.rubric.trait_status.items():
                 tally = self.by_trait[name]
                 if name in weighed and weighed[name].passed is not None:

@@ -61,6 +61,7 @@ from verify.llm.adapters.negotiation import (
     structured_runnable,
 )
 from verify.llm.endpoints import EndpointUnreachable, connection_refused
+from verify.llm.extras import EXTRA_OF_PROVIDER, extra_for, missing_extra
 from verify.llm.ports import PURPOSE_HEADER, ChatReply, ChatRequest
 from verify.llm.resilience import note_attempts, redact
 from verify.llm.structured import is_truncated
@@ -218,16 +219,18 @@ class LangChainModel:
     def _init(self, model_name: str, provider: str, kwargs: dict[str, Any]) -> BaseChatModel:
         try:
             from langchain.chat_models import init_chat_model
-        except ImportError as exc:  # pragma: no cover - langchain is a core dependency
-            raise ModelSetupError("the langchain package is not installed", "pip install langchain") from exc
+        except ImportError as exc:  # the provider SDKs are extras of verify-judge
+            raise missing_extra(f"model {self.config.id!r} (provider {provider!r})", extra_for(provider)) from exc
         kwargs = dict(kwargs)
         own_client = provider in ("openai", "azure_openai") and "http_async_client" not in kwargs
-        if own_client:
-            kwargs["http_async_client"] = new_openai_async_client()
-            self._http_clients.append(kwargs["http_async_client"])
         try:
+            if own_client:
+                kwargs["http_async_client"] = new_openai_async_client()
+                self._http_clients.append(kwargs["http_async_client"])
             llm: BaseChatModel = init_chat_model(model_name, model_provider=provider, **kwargs)
         except ImportError as exc:
+            if provider in EXTRA_OF_PROVIDER:
+                raise missing_extra(f"model {self.config.id!r} (provider {provider!r})", extra_for(provider)) from exc
             match = _PIP_PACKAGE.search(str(exc))
             package = match.group(1).rstrip(".`'\"") if match else f"langchain-{provider.replace('_', '-')}"
             raise ModelSetupError(

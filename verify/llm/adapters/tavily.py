@@ -17,16 +17,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import httpx
-from tavily import AsyncTavilyClient
-from tavily.errors import (
-    BadRequestError,
-    ForbiddenError,
-    InvalidAPIKeyError,
-    UsageLimitExceededError,
-)
-from tavily.errors import TimeoutError as TavilyTimeoutError
 
 from verify.errors import ConfigError, ModelSetupError, SearchError
+from verify.llm.extras import import_extra
 from verify.llm.ports import Search, SearchHit
 
 _MAX_RETRY_AFTER_S = 60.0
@@ -75,7 +68,8 @@ class TavilySearch:
         self.calls += 1
         query = _shorten(query, self.max_query_chars)
         last = "no attempt made"
-        async with AsyncTavilyClient(api_key=self._api_key, api_base_url=self.api_base_url) as client:
+        tavily = import_extra("tavily", "Tavily web search", "tavily")  # an extra: imported only when searching
+        async with tavily.AsyncTavilyClient(api_key=self._api_key, api_base_url=self.api_base_url) as client:
             if getattr(client, "_keyless", False):  # never send user data to the keyless public API
                 raise ModelSetupError(
                     "Tavily client fell into keyless mode; refusing to search without a key"
@@ -113,6 +107,9 @@ class TavilySearch:
 
 def _classify(exc: BaseException) -> tuple[bool, str]:
     """(worth retrying, what happened) for an exception from the Tavily client."""
+    from tavily.errors import BadRequestError, ForbiddenError, InvalidAPIKeyError, UsageLimitExceededError
+    from tavily.errors import TimeoutError as TavilyTimeoutError
+
     detail = str(exc).strip()
     suffix = f": {detail}" if detail else ""
     if isinstance(exc, UsageLimitExceededError):

@@ -1,14 +1,7 @@
-"""The page's script, charts: inline SVG bar charts built element by element (no library, no canvas).
+/* The page's script, charts: inline SVG bar charts built element by element (no library, no canvas).
 
-Each bar segment carries a ``<title>`` (its value and count on hover) and each row a text note, so the
-numbers are readable without hovering.
-"""
-
-from __future__ import annotations
-
-__all__ = ["CHARTS_JS"]
-
-CHARTS_JS = r"""
+   Each bar segment carries a `<title>` (its value and count on hover) and each row a text note, so the
+   numbers are readable without hovering. */
 function clip(text, n) { return text.length > n ? text.slice(0, n - 1) + '…' : text; }
 
 // rows: [{label, segments: [{value, cls, title}], total?, note}]
@@ -89,4 +82,3 @@ function renderOverview() {
     box.append(h('h3', null, 'Unscored and auto-failed'), gapChart(run));
   }
 }
-"""

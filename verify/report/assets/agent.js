@@ -1,20 +1,13 @@
-"""The page's script, revisions and transcripts: the run's revision summary, a task's revision panel,
-and a transcript answer drawn as blocks.
+/* The page's script, revisions and transcripts: the run's revision summary, a task's revision panel,
+   and a transcript answer drawn as blocks.
 
-DOM (see :mod:`verify.report`): ``<section id="revision-summary">`` in the run header;
-``<section class="revisions" data-status="..">`` in a task view, with one
-``<tr class="revision-pass" data-iteration=".." data-result="..">`` per pass and its criteria as
-``<li class="criterion" data-passed="true|false|none">``; a transcript as
-``<div class="transcript">`` of ``<div class="block" id="<task>-B<n>" data-role=".." data-kind="message|call|result">``
-(a ``span.block-head`` and a ``span.block-body``), followed by the submission in ``div.answer``.
-An excerpt marked in the transcript shows its block in its label (``E2·B3``).
-"""
-
-from __future__ import annotations
-
-__all__ = ["AGENT_JS"]
-
-AGENT_JS = r"""
+   DOM (see verify.report): `<section id="revision-summary">` in the run header;
+   `<section class="revisions" data-status="..">` in a task view, with one
+   `<tr class="revision-pass" data-iteration=".." data-result="..">` per pass and its criteria as
+   `<li class="criterion" data-passed="true|false|none">`; a transcript as
+   `<div class="transcript">` of `<div class="block" id="<task>-B<n>" data-role=".." data-kind="message|call|result">`
+   (a `span.block-head` and a `span.block-body`), followed by the submission in `div.answer`.
+   An excerpt marked in the transcript shows its block in its label (`E2·B3`). */
 const PASS_LABEL = {satisfied: 'satisfied', needs_revision: 'needs revision', failed: 'failed', grader_error: 'grader error',
   max_iterations_reached: 'max iterations reached'};
 function passBadge(result) { return h('span', {class: 'rv rv-' + result}, PASS_LABEL[result] || result); }
@@ -82,4 +75,3 @@ function transcriptView(t) {
   return [h('h3', null, 'Transcript'), h('p', {class: 'muted'}, about.join(' · ')), list,
     h('h3', null, 'Final answer ', h('span', {class: 'muted'}, '(submission: ' + tr.extractor + ')')), answer];
 }
-"""

@@ -1,15 +1,8 @@
-"""The page's script, the task table: rows built from the data, filters, sorting and pages.
+/* The page's script, the task table: rows built from the data, filters, sorting and pages.
 
-Every task gets a row (``tr.task``); a row the filters leave out gets the ``hidden`` attribute. Past
-:data:`PAGE` matching rows the table is paged: rows on other pages get the class ``off-page`` (not
-``hidden``, which always means "filtered out").
-"""
-
-from __future__ import annotations
-
-__all__ = ["TABLE_JS"]
-
-TABLE_JS = r"""
+   Every task gets a row (`tr.task`); a row the filters leave out gets the `hidden` attribute. Past
+   :data:`PAGE` matching rows the table is paged: rows on other pages get the class `off-page` (not
+   `hidden`, which always means "filtered out"). */
 const T = {rows: new Map(), order: [], sortKey: null, dir: 1, page: 0, PAGE: 500, hay: new Map()};
 
 function plainText(nodes) {
@@ -140,4 +133,3 @@ function applyFilters() {
     pager.append(prev, next, 'page ' + (T.page + 1) + ' of ' + pages);
   }
 }
-"""

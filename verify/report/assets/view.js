@@ -1,16 +1,9 @@
-"""The page's script, the task view: built when a task is opened, from that task's record only.
+/* The page's script, the task view: built when a task is opened, from that task's record only.
 
-The answer is rendered from its mark tree (:mod:`verify.report.highlight`): each excerpt's first
-piece is ``<mark class="excerpt" id="<task>-E<n>">``, later pieces of a split excerpt carry
-``data-cont="<task>-E<n>"``. References in the judge's reasoning are ``<a class="ref">`` links to
-those ids; a reference to an excerpt that could not be located in the answer is plain text.
-"""
-
-from __future__ import annotations
-
-__all__ = ["VIEW_JS"]
-
-VIEW_JS = r"""
+   The answer is rendered from its mark tree (verify.report.highlight): each excerpt's first
+   piece is `<mark class="excerpt" id="<task>-E<n>">`, later pieces of a split excerpt carry
+   `data-cont="<task>-E<n>"`. References in the judge's reasoning are `<a class="ref">` links to
+   those ids; a reference to an excerpt that could not be located in the answer is plain text. */
 function renderTree(nodes, t, parent) {
   for (const n of nodes) {
     if (typeof n === 'string') { parent.append(n); continue; }
@@ -237,4 +230,3 @@ function openTask(id, scroll, which) {
   try { history.replaceState(null, '', '#task-' + id); } catch (err) { /* some browsers refuse it for file: pages */ }
   if (scroll) section.scrollIntoView({block: 'start'});
 }
-"""

@@ -1,15 +1,8 @@
-"""The page's script, first part: helpers, reading the embedded data, the run header and the comparison.
+/* The page's script, first part: helpers, reading the embedded data, the run header and the comparison.
 
-Every piece of data reaches the page as a text node or an attribute value set with ``setAttribute``
-(:func:`h` turns strings into text nodes), never through ``innerHTML``, so an answer holding markup
-shows as text. The only links built from data are search results' ``http(s)`` addresses.
-"""
-
-from __future__ import annotations
-
-__all__ = ["BASE_JS"]
-
-BASE_JS = r"""
+   Every piece of data reaches the page as a text node or an attribute value set with `setAttribute`
+   (h() turns strings into text nodes), never parsed as HTML, so an answer holding markup
+   shows as text. The only links built from data are search results' `http(s)` addresses. */
 'use strict';
 const SVGNS = 'http://www.w3.org/2000/svg';
 const STATUS_LABEL = {passed: 'passed', judged: 'judged (no pass rule)', failed: 'failed', incomplete: 'incomplete', auto_failed: 'auto-failed'};
@@ -233,4 +226,3 @@ function init(data) {
   if (m && (R.byId.has(m[1]) || R.beforeById.has(m[1]))) openTask(m[1], true);
   document.body.dataset.ready = '1';
 }
-"""
