@@ -18,6 +18,12 @@ Features can be switched off, like a smaller server (:func:`~verify.llm.simulate
 ``reject_json_schema``, ``reject_json_object``, ``no_tools``. While it sleeps out ``latency_ms`` the
 server watches the connection: a client that gave up is recorded (``"client_closed": True``).
 
+Latency can vary like a real provider's: with ``latency_cv`` each request's latency is drawn
+log-normal with median ``latency_ms`` and that coefficient of variation (reproducibly, from the seed
+and the request). With ``capacity=N`` the server serves N requests at once: beyond that, a request
+arriving with M in flight takes M / N times longer (``over_capacity="queue"``, a server that queues:
+throughput stays flat) or is answered 429 at once (``"429"``), so a best fixed worker count exists.
+
 What to answer is decided by a reply function (``reply=``, a :data:`~verify.llm.simulated.brain.ReplyFunction`,
 by default :func:`verify.llm.simulated.brain.respond`) that gets a typed
 :class:`~verify.llm.simulated.brain.SimulatedRequest`: the purpose from the ``X-Verify-Purpose``
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import select
 import socket
@@ -81,6 +88,21 @@ class ServerOptions:
     reject_json_object: bool = False
     no_tools: bool = False
     echo_auth_rate: float = 0.0
+    latency_cv: float = 0.0
+    capacity: int | None = None
+    over_capacity: str = "queue"  # or "429"
+
+    def latency_s(self, rng: random.Random, in_flight: int) -> float:
+        """One request's latency in seconds, ``in_flight`` counting it."""
+        seconds = self.latency_ms / 1000
+        if self.latency_cv > 0:
+            seconds *= rng.lognormvariate(0.0, math.sqrt(math.log1p(self.latency_cv**2)))
+        if self.capacity and in_flight > self.capacity:
+            seconds *= in_flight / self.capacity
+        return seconds
+
+
+OVER_CAPACITY = ("queue", "429")
 
 
 class SimulatedServer:
@@ -98,6 +120,7 @@ class SimulatedServer:
         self._count = 0
         self._chat_count = 0
         self._seen: Counter[str] = Counter()
+        self._in_flight = 0  # chat requests being answered, for ``capacity``
         self._stopped = False
         self._httpd = _HTTPServer(("127.0.0.1", port), _Handler)
         self._httpd.sim = self
@@ -221,11 +244,22 @@ class _Handler(BaseHTTPRequestHandler):
         draw_429, draw_500, draw_truncate = rng.random(), rng.random(), rng.random()
         check_supported(body, json_schema=not opts.reject_json_schema,
                         json_object=not opts.reject_json_object, tools=not opts.no_tools)  # fmt: skip
-        if opts.latency_ms > 0 and not self._client_waits(opts.latency_ms / 1000):
-            if self._current is not None:
-                self._current["client_closed"] = True
-            self.close_connection = True
-            return
+        with sim._lock:
+            sim._in_flight += 1
+            in_flight = sim._in_flight
+        try:
+            if opts.capacity and in_flight > opts.capacity and opts.over_capacity == "429":
+                raise BadRequest(429, f"simulated-judge serves {opts.capacity} requests at once (simulated)")
+            # its own generator: drawing from ``rng`` would move the draws of the faults below
+            latency = opts.latency_s(random.Random(f"{opts.seed}|{digest}|{seen}|latency"), in_flight)
+            if latency > 0 and not self._client_waits(latency):
+                if self._current is not None:
+                    self._current["client_closed"] = True
+                self.close_connection = True
+                return
+        finally:
+            with sim._lock:
+                sim._in_flight -= 1
         if index < opts.fail_first:
             raise BadRequest(opts.fail_status, f"simulated failure {index + 1} of the first {opts.fail_first}")
         if draw_429 < opts.rate_429:
@@ -374,14 +408,18 @@ def start_server(
     reject_json_schema: bool = False,
     reject_json_object: bool = False,
     no_tools: bool = False, echo_auth_rate: float = 0,
+    latency_cv: float = 0, capacity: int | None = None, over_capacity: str = "queue",
 ) -> SimulatedServer:
     """Start the server in a daemon thread on 127.0.0.1 (``port=0`` picks a free port).
 
     ``retry_after_ms`` sets the ``retry-after-ms`` header on 429/5xx answers (``Retry-After`` is
     that in whole seconds), which keeps the OpenAI SDK's retry wait short; ``None`` sends neither.
     ``reply`` answers each chat request that gets past the HTTP faults (default: the brain);
-    ``imperfections`` makes the brain an imperfect judge; ``echo_auth_rate``: see ``simulated/echo.py``.
+    ``imperfections`` makes the brain an imperfect judge; ``echo_auth_rate``: see ``simulated/echo.py``;
+    ``latency_cv``, ``capacity`` and ``over_capacity``: see the module docstring.
     """
+    if over_capacity not in OVER_CAPACITY:
+        raise ValueError(f"over_capacity must be one of {', '.join(OVER_CAPACITY)}, got {over_capacity!r}")
     options = ServerOptions(
         latency_ms=latency_ms,
         rate_429=rate_429,
@@ -398,6 +436,7 @@ def start_server(
         reject_json_schema=reject_json_schema,
         reject_json_object=reject_json_object,
         no_tools=no_tools, echo_auth_rate=echo_auth_rate,
+        latency_cv=latency_cv, capacity=capacity, over_capacity=over_capacity,
     )
     return SimulatedServer(options, port, reply)
 
