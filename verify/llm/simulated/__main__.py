@@ -8,7 +8,8 @@ import sys
 from types import FrameType
 
 from verify.llm.simulated.imperfect import BEHAVIOURS, Imperfections
-from verify.llm.simulated.server import OVER_CAPACITY, serve_forever
+from verify.llm.simulated.options import OVER_CAPACITY
+from verify.llm.simulated.server import serve_forever
 
 
 def _rate(text: str) -> float:

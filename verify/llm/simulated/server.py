@@ -35,14 +35,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 import select
 import socket
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -50,6 +48,7 @@ from typing import Any
 from verify.llm.ports import PURPOSE_HEADER
 from verify.llm.simulated import brain, echo
 from verify.llm.simulated.imperfect import Imperfections
+from verify.llm.simulated.options import OVER_CAPACITY, ServerOptions
 from verify.llm.simulated.wire import (
     BadRequest,
     check_supported,
@@ -68,41 +67,6 @@ _ERROR_TYPES = {
     429: ("requests", "rate_limit_exceeded"),
 }
 _HIDDEN_HEADERS = {"authorization", "api-key", "x-api-key"}
-
-
-@dataclass(frozen=True)
-class ServerOptions:
-    latency_ms: float = 0.0
-    rate_429: float = 0.0
-    rate_500: float = 0.0
-    malformed_rate: float = 0.0
-    fabricate_rate: float = 0.0
-    truncate_rate: float = 0.0
-    fail_first: int = 0
-    fail_status: int = 429
-    seed: int = 0
-    retry_after_ms: float | None = 10.0
-    record: bool = True
-    imperfections: Imperfections = Imperfections()
-    reject_json_schema: bool = False
-    reject_json_object: bool = False
-    no_tools: bool = False
-    echo_auth_rate: float = 0.0
-    latency_cv: float = 0.0
-    capacity: int | None = None
-    over_capacity: str = "queue"  # or "429"
-
-    def latency_s(self, rng: random.Random, in_flight: int) -> float:
-        """One request's latency in seconds, ``in_flight`` counting it."""
-        seconds = self.latency_ms / 1000
-        if self.latency_cv > 0:
-            seconds *= rng.lognormvariate(0.0, math.sqrt(math.log1p(self.latency_cv**2)))
-        if self.capacity and in_flight > self.capacity:
-            seconds *= in_flight / self.capacity
-        return seconds
-
-
-OVER_CAPACITY = ("queue", "429")
 
 
 class SimulatedServer:
@@ -421,23 +385,12 @@ def start_server(
     if over_capacity not in OVER_CAPACITY:
         raise ValueError(f"over_capacity must be one of {', '.join(OVER_CAPACITY)}, got {over_capacity!r}")
     options = ServerOptions(
-        latency_ms=latency_ms,
-        rate_429=rate_429,
-        rate_500=rate_500,
-        malformed_rate=malformed_rate,
-        fabricate_rate=fabricate_rate,
-        truncate_rate=truncate_rate,
-        fail_first=fail_first,
-        fail_status=fail_status,
-        seed=seed,
-        retry_after_ms=retry_after_ms,
-        record=record,
-        imperfections=imperfections or Imperfections(),
-        reject_json_schema=reject_json_schema,
-        reject_json_object=reject_json_object,
-        no_tools=no_tools, echo_auth_rate=echo_auth_rate,
-        latency_cv=latency_cv, capacity=capacity, over_capacity=over_capacity,
-    )
+        latency_ms=latency_ms, rate_429=rate_429, rate_500=rate_500, malformed_rate=malformed_rate,
+        fabricate_rate=fabricate_rate, truncate_rate=truncate_rate, fail_first=fail_first, fail_status=fail_status,
+        seed=seed, retry_after_ms=retry_after_ms, record=record, imperfections=imperfections or Imperfections(),
+        reject_json_schema=reject_json_schema, reject_json_object=reject_json_object, no_tools=no_tools,
+        echo_auth_rate=echo_auth_rate, latency_cv=latency_cv, capacity=capacity, over_capacity=over_capacity,
+    )  # fmt: skip
     return SimulatedServer(options, port, reply)
 
 
