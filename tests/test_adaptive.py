@@ -1,12 +1,16 @@
-"""The adaptive limit on one server's calls in flight (verify/llm/adaptive.py): its AIMD arithmetic,
+"""The adaptive limit on one server's calls in flight (verify/llm/adaptive.py): its throughput hill-climbing and AIMD back-off (driven by simulated servers under a fake clock),
 its waiters, the wrapper that feeds it, its wiring in Services, and whole runs through
 ``run_verification`` that leave ``async_max_workers`` unset, against fakes at the ChatModel port."""
 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import math
+import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -65,29 +69,108 @@ def test_start_ceiling_and_floor() -> None:
     assert AdaptiveLimit("x", ceiling=0).limit == 1 == AdaptiveLimit("x", start=0).limit
 
 
-def saturated(limit: AdaptiveLimit, latency: float) -> None:
-    """A success while callers fill the limit (the state a busy run keeps it in)."""
-    limit._busy = True
-    limit.succeeded(latency)
+class Clock:
+    """A fake monotonic clock: the simulations below move it, the limit reads it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass(frozen=True)
+class Simulated:
+    """What a simulated run gave: calls answered per simulated second, and calls refused."""
+
+    throughput: float
+    refused: int
+
+
+def simulate(limit: AdaptiveLimit, clock: Clock, calls: int, *, cv: float = 0.5, capacity: int | None = None,
+             refuse: bool = False, slow_client: float = 0.0, seed: int = 1) -> Simulated:  # fmt: skip
+    """Callers that always want more calls than the limit gives, against a server whose latency is
+    log-normal (median 100 ms, coefficient of variation ``cv``), in simulated time. Beyond ``capacity``
+    calls in flight the server either queues (each call slower by in-flight / capacity, so the
+    throughput stays flat) or, with ``refuse``, answers 429 at once. ``slow_client`` adds a random stall
+    of that mean (seconds, exponential) to every call: a client that waits for a busy core."""
+    rng = random.Random(seed)
+    sigma = math.sqrt(math.log(1 + cv * cv))
+    pending: list[tuple[float, int, int, bool]] = []
+    answered = refused = sent = 0
+    while answered < calls and sent < 20 * calls:  # a limit that never backs off is refused for ever
+        while (ticket := limit.try_acquire()) is not None:
+            sent += 1
+            over = capacity is not None and limit.in_flight > capacity
+            latency = 0.1 * rng.lognormvariate(0, sigma) + (rng.expovariate(1 / slow_client) if slow_client else 0.0)
+            if over and not refuse:
+                latency *= limit.in_flight / capacity  # type: ignore[operator]
+            heapq.heappush(pending, (clock.now + (0.001 if over and refuse else latency), sent, ticket, over and refuse))
+        clock.now, _, ticket, refusal = heapq.heappop(pending)
+        limit.release()
+        if refusal:
+            refused += 1
+            limit.overloaded(None, ticket)
+        else:
+            answered += 1
+            limit.succeeded()
+    return Simulated(answered / clock.now, refused)
 
 
 def test_an_unfilled_limit_does_not_grow() -> None:
-    limit = AdaptiveLimit("x", start=4)
-    for _ in range(10):
-        limit.succeeded(0.01)  # one call at a time: four slots are never all used
-    assert limit.limit == 4 and limit.history == [4]
+    clock = Clock()
+    limit = AdaptiveLimit("x", start=4, clock=clock)
+    for _ in range(200):  # one call at a time: four slots are never all used
+        limit.try_acquire()
+        clock.now += 0.01
+        limit.release()
+        limit.succeeded()
+    assert limit.limit == 4 and limit.history == [4] and limit.throughputs == []
 
 
-async def test_a_limit_filled_by_callers_grows_and_must_be_filled_again_to_grow_more() -> None:
-    limit = AdaptiveLimit("x", start=2)
-    await limit.acquire()
-    await limit.acquire()  # full
-    limit.release()
-    limit.succeeded(0.01)
-    assert limit.limit == 3
-    limit.release()
-    limit.succeeded(0.01)  # the third slot was never used
-    assert limit.limit == 3
+def test_it_doubles_while_throughput_rises_with_it() -> None:
+    clock = Clock()
+    limit = AdaptiveLimit("x", clock=clock)
+    simulate(limit, clock, 3000, capacity=100)
+    assert limit.history[:4] == [16, 32, 64, 128]  # each doubling nearly doubled the throughput
+    rates = dict(limit.throughputs)
+    assert rates[32] > 1.5 * rates[16] and rates[64] > 1.5 * rates[32]
+
+
+def test_it_stops_growing_where_throughput_plateaus() -> None:
+    clock = Clock()
+    limit = AdaptiveLimit("x", clock=clock)
+    run = simulate(limit, clock, 20_000, capacity=40)
+    assert not limit.slow_start and limit.overloads == 0
+    # doubling 32 to 64 gained 40/32 at best: it settles near 40 and later tries only a quarter more
+    assert limit.history[:3] == [16, 32, 64] and 36 <= limit.history[3] <= 44
+    assert max(limit.history[3:]) < 64 and 36 <= limit.limit < 64
+    assert run.throughput >= 0.85 * 40 / 0.1  # the best fixed limit: 40 calls per 100 ms
+
+
+@pytest.mark.parametrize("cv", [0.5, 1.0])
+def test_latency_jitter_does_not_hold_the_growth(cv: float) -> None:
+    clock = Clock()
+    limit = AdaptiveLimit("x", clock=clock)
+    simulate(limit, clock, 3000, cv=cv)
+    # calls five times slower than the fastest are common at cv 1: the old rule stopped at 16
+    assert limit.history == [16, 32, 64, 128, 256] and limit.limit == CEILING
+
+
+def test_a_busy_client_does_not_hold_the_growth() -> None:
+    clock = Clock()
+    limit = AdaptiveLimit("x", clock=clock)
+    simulate(limit, clock, 3000, slow_client=0.05)  # stalls of 50 ms on average, some of 200 ms
+    assert limit.history == [16, 32, 64, 128, 256]
+
+
+def test_a_429_halves_it_and_probes_then_add_a_quarter() -> None:
+    clock = Clock()
+    limit = AdaptiveLimit("x", clock=clock)
+    run = simulate(limit, clock, 5000, capacity=40, refuse=True)
+    assert run.refused >= 1 and limit.overloads == run.refused
+    assert limit.history[:6] == [16, 32, 64, 32, 40, 50]  # 64 was refused: halved, then +8, +10
+    assert max(limit.history[2:]) <= 64 and limit.cuts < run.refused  # a burst cuts once
 
 
 def test_a_burst_of_refusals_of_calls_sent_under_one_limit_cuts_it_once() -> None:
@@ -100,64 +183,15 @@ def test_a_burst_of_refusals_of_calls_sent_under_one_limit_cuts_it_once() -> Non
     assert limit.limit == 4
 
 
-def test_slow_start_grows_by_one_per_success_until_the_first_overload() -> None:
-    limit = AdaptiveLimit("x", start=4)
-    for _ in range(4):  # one round of 4 successes doubles the limit
-        saturated(limit, 0.01)
-    assert limit.limit == 8 and limit.history == [4, 5, 6, 7, 8]
-    limit.overloaded(None)
-    assert limit.limit == 4 and not limit.slow_start and limit.overloads == 1
-    assert limit.history == [4, 5, 6, 7, 8, 4]
-
-
-def test_after_an_overload_it_grows_by_one_per_round() -> None:
-    limit = AdaptiveLimit("x", start=16)
-    limit.overloaded(None)
-    assert limit.limit == 8
-    for _ in range(7):
-        saturated(limit, 0.01)
-    assert limit.limit == 8  # a round is as many successes as the limit
-    saturated(limit, 0.01)
-    assert limit.limit == 9
-    for _ in range(9):
-        saturated(limit, 0.01)
-    assert limit.limit == 10 and limit.history == [16, 8, 9, 10]
-    for _ in range(5):
-        saturated(limit, 0.01)
-    limit.overloaded(None)  # an overload also starts the round afresh
-    for _ in range(4):
-        saturated(limit, 0.01)
-    assert limit.limit == 5
-
-
 def test_overloads_halve_down_to_one_and_it_never_passes_its_ceiling() -> None:
     limit = AdaptiveLimit("x", start=12)
     for _ in range(6):
         limit.overloaded(None)
     assert limit.limit == 1 and limit.history == [12, 6, 3, 1] and limit.overloads == 6
-    capped = AdaptiveLimit("x", start=2, ceiling=5)
-    for _ in range(20):
-        saturated(capped, 0.01)
-    assert capped.limit == 5 and capped.history == [2, 3, 4, 5]
-
-
-def test_calls_slower_than_twice_the_fastest_hold_the_growth() -> None:
-    limit = AdaptiveLimit("x", start=2)
-    saturated(limit, 0.010)
-    for _ in range(4):  # too few samples yet to judge latency: slow calls still count
-        saturated(limit, 0.5)
-    assert limit.limit == 7
-    saturated(limit, 0.5)  # the server queues: more calls at once would only wait there
-    saturated(limit, 0.026)
-    assert limit.limit == 7
-    saturated(limit, 0.024)  # within twice the fastest (plus 5 ms of scheduling noise)
-    assert limit.limit == 8
-    saturated(limit, 0.004)  # a new fastest, and a new bar: 2 x 4 ms + 5 ms
-    assert limit.limit == 9
-    saturated(limit, 0.014)
-    assert limit.limit == 9
-    saturated(limit, 0.012)
-    assert limit.limit == 10 and limit.history[-4:] == [7, 8, 9, 10]
+    clock = Clock()
+    capped = AdaptiveLimit("x", start=2, ceiling=5, clock=clock)
+    simulate(capped, clock, 500)
+    assert capped.history[:3] == [2, 4, 5] and max(capped.history) == 5  # doubling 4 stops at 5
 
 
 async def test_retry_after_holds_every_new_call() -> None:
@@ -190,7 +224,7 @@ async def test_waiters_get_freed_slots_in_order() -> None:
     limit.release()
     await settle()
     assert got == ["a", "b", "c"] and limit.in_flight == 2
-    limit.succeeded(0.01)  # slow start: the limit grows to 3 and the next waiter goes at once
+    limit._set(3)  # the limit grows to 3 and the next waiter goes at once
     await settle()
     assert got == ["a", "b", "c", "d"] and limit.in_flight == 3
     for _ in range(4):
@@ -362,8 +396,8 @@ async def test_the_wrapper_holds_a_slot_per_call_and_reports_successes() -> None
     limit = AdaptiveLimit("x", start=2, ceiling=3)
     model = AdaptiveModel(server.model(), limit)
     assert model.model_id == "fake:server"
-    replies = await asyncio.gather(*(model.complete(REQ) for _ in range(12)))
-    assert all(r.text for r in replies)
+    replies = await asyncio.gather(*(model.complete(REQ) for _ in range(40)))
+    assert all(r.text for r in replies)  # a window of 32 answers at 2: worth trying 4, capped at 3
     assert server.peak == 3 and limit.peak_in_flight == 3 and limit.in_flight == 0
     assert limit.history == [2, 3]
 

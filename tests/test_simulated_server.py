@@ -365,3 +365,44 @@ def test_unrecorded_server_still_counts() -> None:
     server.stop()
     server.stop()  # stopping twice is harmless
     assert server.requests == [] and server.request_count == 1
+
+
+# -- latency that varies, and a capacity ------------------------------------------------------------------------
+
+
+def test_latency_cv_draws_log_normal_latencies_around_the_median() -> None:
+    import random
+    import statistics
+
+    from verify.llm.simulated.server import ServerOptions
+
+    options = ServerOptions(latency_ms=100, latency_cv=0.5)
+    rng = random.Random(3)
+    draws = [options.latency_s(rng, 1) for _ in range(20_000)]
+    assert 0.095 < statistics.median(draws) < 0.105
+    assert 0.45 < statistics.stdev(draws) / statistics.fmean(draws) < 0.55
+    assert ServerOptions(latency_ms=100).latency_s(rng, 1) == 0.1  # no cv: the fixed latency
+    queued = ServerOptions(latency_ms=100, capacity=4)
+    assert queued.latency_s(rng, 4) == 0.1 and queued.latency_s(rng, 8) == 0.2  # twice the capacity: twice as slow
+
+
+def test_a_request_over_capacity_gets_429_when_asked(fake_brain: FakeBrain) -> None:
+    with start_server(capacity=2, over_capacity="429", reply=fake_brain) as server:
+        assert post(server.url + "/chat/completions", simple_body())[0] == 200
+        server._in_flight = 2  # two requests being answered: a third is over capacity
+        status, headers, body = post(server.url + "/chat/completions", simple_body())
+        assert status == 429 and "at once" in body["error"]["message"] and headers["retry-after-ms"] == "10"
+        server._in_flight = 0
+        assert post(server.url + "/chat/completions", simple_body())[0] == 200
+    with pytest.raises(ValueError, match="over_capacity"):
+        start_server(over_capacity="drop")
+
+
+def test_the_cli_takes_the_latency_and_capacity_options(capsys: pytest.CaptureFixture[str]) -> None:
+    from verify.llm.simulated.__main__ import _parser
+
+    args = _parser().parse_args(["serve", "--latency-ms", "100", "--latency-cv", "0.5", "--capacity", "32",
+                                 "--over-capacity", "429"])  # fmt: skip
+    assert (args.latency_cv, args.capacity, args.over_capacity) == (0.5, 32, "429")
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["serve", "--over-capacity", "drop"])

@@ -8,6 +8,7 @@ import sys
 from types import FrameType
 
 from verify.llm.simulated.imperfect import BEHAVIOURS, Imperfections
+from verify.llm.simulated.options import OVER_CAPACITY
 from verify.llm.simulated.server import serve_forever
 
 
@@ -28,6 +29,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0 = any free port)")
     serve.add_argument("--latency-ms", type=float, default=0.0, help="sleep this long per request")
+    serve.add_argument(
+        "--latency-cv", type=float, default=0.0,
+        help="vary the latency: log-normal with median --latency-ms and this coefficient of variation (0.5: jittery)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--capacity", type=int, default=None,
+        help="requests served at once; beyond it requests slow down or get 429 (see --over-capacity)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--over-capacity", choices=OVER_CAPACITY, default="queue",
+        help="beyond --capacity: 'queue' (M in flight take M/capacity times longer) or '429' (refused at once)",
+    )  # fmt: skip
     serve.add_argument("--rate-429", type=_rate, default=0.0, help="fraction of requests answered 429")
     serve.add_argument("--rate-500", type=_rate, default=0.0, help="fraction of requests answered 500")
     serve.add_argument("--malformed-rate", type=_rate, default=0.0, help="fraction of malformed JSON replies")
@@ -95,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         no_tools=args.no_tools,
         imperfections=imperfections,
         echo_auth_rate=args.echo_auth_rate,
+        latency_cv=args.latency_cv,
+        capacity=args.capacity,
+        over_capacity=args.over_capacity,
     )
     return 0
 

@@ -18,6 +18,12 @@ Features can be switched off, like a smaller server (:func:`~verify.llm.simulate
 ``reject_json_schema``, ``reject_json_object``, ``no_tools``. While it sleeps out ``latency_ms`` the
 server watches the connection: a client that gave up is recorded (``"client_closed": True``).
 
+Latency can vary like a real provider's: with ``latency_cv`` each request's latency is drawn
+log-normal with median ``latency_ms`` and that coefficient of variation (reproducibly, from the seed
+and the request). With ``capacity=N`` the server serves N requests at once: beyond that, a request
+arriving with M in flight takes M / N times longer (``over_capacity="queue"``, a server that queues:
+throughput stays flat) or is answered 429 at once (``"429"``), so a best fixed worker count exists.
+
 What to answer is decided by a reply function (``reply=``, a :data:`~verify.llm.simulated.brain.ReplyFunction`,
 by default :func:`verify.llm.simulated.brain.respond`) that gets a typed
 :class:`~verify.llm.simulated.brain.SimulatedRequest`: the purpose from the ``X-Verify-Purpose``
@@ -35,7 +41,6 @@ import socket
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -43,6 +48,7 @@ from typing import Any
 from verify.llm.ports import PURPOSE_HEADER
 from verify.llm.simulated import brain, echo
 from verify.llm.simulated.imperfect import Imperfections
+from verify.llm.simulated.options import OVER_CAPACITY, ServerOptions
 from verify.llm.simulated.wire import (
     BadRequest,
     check_supported,
@@ -63,26 +69,6 @@ _ERROR_TYPES = {
 _HIDDEN_HEADERS = {"authorization", "api-key", "x-api-key"}
 
 
-@dataclass(frozen=True)
-class ServerOptions:
-    latency_ms: float = 0.0
-    rate_429: float = 0.0
-    rate_500: float = 0.0
-    malformed_rate: float = 0.0
-    fabricate_rate: float = 0.0
-    truncate_rate: float = 0.0
-    fail_first: int = 0
-    fail_status: int = 429
-    seed: int = 0
-    retry_after_ms: float | None = 10.0
-    record: bool = True
-    imperfections: Imperfections = Imperfections()
-    reject_json_schema: bool = False
-    reject_json_object: bool = False
-    no_tools: bool = False
-    echo_auth_rate: float = 0.0
-
-
 class SimulatedServer:
     """A running server. ``requests`` records every request (headers without credentials) as
     ``{"method", "path", "headers", "json", "status"}`` (plus ``"client_closed": True`` when the
@@ -98,6 +84,7 @@ class SimulatedServer:
         self._count = 0
         self._chat_count = 0
         self._seen: Counter[str] = Counter()
+        self._in_flight = 0  # chat requests being answered, for ``capacity``
         self._stopped = False
         self._httpd = _HTTPServer(("127.0.0.1", port), _Handler)
         self._httpd.sim = self
@@ -221,11 +208,22 @@ class _Handler(BaseHTTPRequestHandler):
         draw_429, draw_500, draw_truncate = rng.random(), rng.random(), rng.random()
         check_supported(body, json_schema=not opts.reject_json_schema,
                         json_object=not opts.reject_json_object, tools=not opts.no_tools)  # fmt: skip
-        if opts.latency_ms > 0 and not self._client_waits(opts.latency_ms / 1000):
-            if self._current is not None:
-                self._current["client_closed"] = True
-            self.close_connection = True
-            return
+        with sim._lock:
+            sim._in_flight += 1
+            in_flight = sim._in_flight
+        try:
+            if opts.capacity and in_flight > opts.capacity and opts.over_capacity == "429":
+                raise BadRequest(429, f"simulated-judge serves {opts.capacity} requests at once (simulated)")
+            # its own generator: drawing from ``rng`` would move the draws of the faults below
+            latency = opts.latency_s(random.Random(f"{opts.seed}|{digest}|{seen}|latency"), in_flight)
+            if latency > 0 and not self._client_waits(latency):
+                if self._current is not None:
+                    self._current["client_closed"] = True
+                self.close_connection = True
+                return
+        finally:
+            with sim._lock:
+                sim._in_flight -= 1
         if index < opts.fail_first:
             raise BadRequest(opts.fail_status, f"simulated failure {index + 1} of the first {opts.fail_first}")
         if draw_429 < opts.rate_429:
@@ -374,31 +372,25 @@ def start_server(
     reject_json_schema: bool = False,
     reject_json_object: bool = False,
     no_tools: bool = False, echo_auth_rate: float = 0,
+    latency_cv: float = 0, capacity: int | None = None, over_capacity: str = "queue",
 ) -> SimulatedServer:
     """Start the server in a daemon thread on 127.0.0.1 (``port=0`` picks a free port).
 
     ``retry_after_ms`` sets the ``retry-after-ms`` header on 429/5xx answers (``Retry-After`` is
     that in whole seconds), which keeps the OpenAI SDK's retry wait short; ``None`` sends neither.
     ``reply`` answers each chat request that gets past the HTTP faults (default: the brain);
-    ``imperfections`` makes the brain an imperfect judge; ``echo_auth_rate``: see ``simulated/echo.py``.
+    ``imperfections`` makes the brain an imperfect judge; ``echo_auth_rate``: see ``simulated/echo.py``;
+    ``latency_cv``, ``capacity`` and ``over_capacity``: see the module docstring.
     """
+    if over_capacity not in OVER_CAPACITY:
+        raise ValueError(f"over_capacity must be one of {', '.join(OVER_CAPACITY)}, got {over_capacity!r}")
     options = ServerOptions(
-        latency_ms=latency_ms,
-        rate_429=rate_429,
-        rate_500=rate_500,
-        malformed_rate=malformed_rate,
-        fabricate_rate=fabricate_rate,
-        truncate_rate=truncate_rate,
-        fail_first=fail_first,
-        fail_status=fail_status,
-        seed=seed,
-        retry_after_ms=retry_after_ms,
-        record=record,
-        imperfections=imperfections or Imperfections(),
-        reject_json_schema=reject_json_schema,
-        reject_json_object=reject_json_object,
-        no_tools=no_tools, echo_auth_rate=echo_auth_rate,
-    )
+        latency_ms=latency_ms, rate_429=rate_429, rate_500=rate_500, malformed_rate=malformed_rate,
+        fabricate_rate=fabricate_rate, truncate_rate=truncate_rate, fail_first=fail_first, fail_status=fail_status,
+        seed=seed, retry_after_ms=retry_after_ms, record=record, imperfections=imperfections or Imperfections(),
+        reject_json_schema=reject_json_schema, reject_json_object=reject_json_object, no_tools=no_tools,
+        echo_auth_rate=echo_auth_rate, latency_cv=latency_cv, capacity=capacity, over_capacity=over_capacity,
+    )  # fmt: skip
     return SimulatedServer(options, port, reply)
 
 
