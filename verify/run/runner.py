@@ -21,13 +21,14 @@ from verify.errors import ConfigError, ModelError, RunInterrupted, RunStopped
 from verify.judging.embedding import Embedder, get_embedder
 from verify.llm.ports import Search
 from verify.llm.recording import RecordingModel
-from verify.results.export import export
 from verify.results.identity import run_identity
 from verify.results.lock import OutputLock
 from verify.results.models import SCHEMA_VERSION, VerificationResult, verify_version
-from verify.results.store import ResultWriter, done_keys, latest_results
+from verify.results.store import SavedState, latest_results, saved_state
 from verify.results.summary import Summary
-from verify.run.output import OutputPlan, check_nothing_lost, check_output, prepare_output
+from verify.results.writer import ResultWriter
+from verify.run.finish import Finish, finish_run
+from verify.run.output import OutputPlan, check_output, prepare_output
 from verify.run.pipeline import FINALIZE, plan
 from verify.run.progress import ProgressBar
 from verify.run.recorded import check_recorded_answers
@@ -77,6 +78,9 @@ class RunOptions:
     model answer the questions they miss (otherwise an error). ``answers_source``: where the answers
     came from, for messages. ``deadline``: seconds the whole run may take. ``on_evaluation``: called
     with every grading pass when the config revises until satisfied (``revision_max_iterations``).
+    ``keep_results``: return every result in :attr:`RunOutcome.results` (on by default, for notebooks);
+    they are then all held in memory. Off, memory stays flat however long the run: the summary,
+    gates and export come from running tallies and one pass over the progress file (the CLI's way).
     """
 
     output: Path | None = None
@@ -193,7 +197,8 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
         search = services.rubric_search()
     template_search = options.search or services.template_search()
     progress_file = output_plan.progress if output_plan else None
-    skip = done_keys(progress_file) if (progress_file and output_plan and output_plan.append) else set()
+    before = saved_state(progress_file) if (progress_file and output_plan and output_plan.append) else SavedState()
+    skip = before.done
     writer: ResultWriter | None = None
     if progress_file is not None and output_plan is not None:
         try:
@@ -204,11 +209,12 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
     memo = AnswerMemo(sharers=len(config.parsing_models))  # entries dropped once every judge took them
     summary = Summary(prices=options.prices, gates=config.gates)
     results: list[VerificationResult] = []
+    kept: dict[str, VerificationResult] = {}  # with a progress file and keep_results: this process's, by task key
     all_tasks = list(build_tasks(benchmark, config, questions)) if options.progress else None
     pending = (t for t in (all_tasks if all_tasks is not None else build_tasks(benchmark, config, questions)) if t.key not in skip)
     resumed = len(skip)
     bar = ProgressBar(len(all_tasks) if all_tasks is not None else None, resumed) if options.progress else None
-    ran_keys: set[str] = set()  # the tasks this process ran (the others' calls were made by an earlier run)
+    ran_keys: set[str] = set()  # the tasks this process saved (the others' calls were made by an earlier run)
     caps = answerer_caps(config)
 
     async def one(task: Task) -> VerificationResult:
@@ -238,15 +244,18 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
     async def worker() -> None:
         for task in pending:
             result = await one(task)
-            ran_keys.add(task.key)
             if writer:
                 try:
-                    writer.write(result)
+                    await writer.save(result)  # durable before anything counts it
                 except OSError as exc:
                     raise _WriteFailed(exc) from exc
+            ran_keys.add(task.key)
             summary.add(result)
-            if options.keep_results and not progress_file:
-                results.append(result)
+            if options.keep_results:
+                if progress_file:
+                    kept[task.key] = result
+                else:
+                    results.append(result)
             if options.on_result:
                 options.on_result(result)
             if bar:
@@ -300,21 +309,21 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
             writer.close()
     warnings = config_warnings(config)
     if progress_file is not None and options.output is not None:
-        summary = Summary(prices=options.prices, gates=config.gates)
-        for r in latest_results(progress_file):
-            summary.add(r, earlier=r.metadata.task_key not in ran_keys)  # live calls: this process's only
-        check_nothing_lost(progress_file, options.output, saved=summary.total, finished=resumed + len(ran_keys))
-        header = run_header(config, stages, options.run_name, summary.total,
-                            services.structured_output_methods(), identity, _source(benchmark),
-                            [gate.as_dict() for gate in summary.gate_results()])
+
+        def header(done: Summary) -> dict[str, Any]:
+            return run_header(config, stages, options.run_name, done.total, services.structured_output_methods(),
+                              identity, _source(benchmark), [gate.as_dict() for gate in done.gate_results()])
+
+        end = Finish(progress_file, options.output, before, ran_keys, summary, header,
+                     finished=resumed + len(ran_keys), kept=kept if options.keep_results else None)
         try:
-            export(latest_results(progress_file), options.output, header=header)
+            results = finish_run(end)
         except OSError as exc:
             raise RunStopped(
-                f"cannot write {options.output}: {exc.strerror or exc}; all {summary.total} result(s) are safe in "
-                f"{progress_file}", "free space (or fix the folder), then rerun with --resume to write the export",
+                f"cannot write {options.output}: {exc.strerror or exc}; all {resumed + len(ran_keys)} result(s) "
+                f"are safe in {progress_file}",
+                "free space (or fix the folder), then rerun with --resume to write the export",
             ) from None
-        results = list(latest_results(progress_file)) if options.keep_results else results
         progress_file.unlink()
     return RunOutcome(results=results, summary=summary, tasks=resumed + len(ran_keys), resumed=resumed,
                       output=options.output, config_warnings=warnings)
