@@ -55,7 +55,7 @@ def vm(key: str) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def child(tasks: int, url: str | None) -> None:
+def child(tasks: int, url: str | None, keep: bool) -> None:
     """Run ``tasks`` tasks in this process; print what was measured as one JSON line."""
     bench, answers = generated_benchmark(tasks)
     judge = endpoint(url) if url else simulated("judge")
@@ -63,13 +63,14 @@ def child(tasks: int, url: str | None) -> None:
     before = vm("VmHWM")
     with tempfile.TemporaryDirectory() as tmp, Measured("run") as m:
         outcome = run_verification(bench, config, answers=answers, output=Path(tmp) / "results.json",
-                                   keep_results=False)
+                                   keep_results=keep)
     print(json.dumps({"tasks": outcome.summary.total, "peak_mb": vm("VmHWM"), "before_run_mb": before,
                       "wall_s": m.wall_s, "cpu_s": m.cpu_s, "load": m.load, "busy": m.busy}))
 
 
-def measure(tasks: int, url: str | None) -> dict[str, Any]:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(tasks), *(["--url", url] if url else [])]
+def measure(tasks: int, url: str | None, keep: bool) -> dict[str, Any]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(tasks), *(["--url", url] if url else []),
+           *(["--keep-results"] if keep else [])]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the {tasks}-task run failed: {done.stderr.strip()[-500:]}")
@@ -103,11 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--in-process", action="store_true", help="the simulated judge in the run's process")
     parser.add_argument("--sizes", help="comma-separated task counts (default 1000,10000)")
     parser.add_argument("--profile", type=int, metavar="TASKS", help="count pydantic validations per task")
+    parser.add_argument("--keep-results", action="store_true", help="keep every result, as a notebook run does")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        child(args.child, args.url)
+        child(args.child, args.url, args.keep_results)
         return 0
     if args.profile:
         profile(args.profile)
@@ -116,10 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.full:
         sizes.append(50000)
     print(f"transport: {'in-process' if args.in_process else 'http'}")
+    print(f"keep_results: {int(args.keep_results)}")
     base: float | None = None
     with nullcontext(None) if args.in_process else server_process() as url:
         for tasks in sizes:
-            data = measure(tasks, url)
+            data = measure(tasks, url, args.keep_results)
             per_task_ms = data["cpu_s"] / tasks * 1000
             base = per_task_ms if base is None else base
             name = f"scale_{tasks // 1000}k"

@@ -1,4 +1,5 @@
-"""Crash-safe result storage: one JSON line per finished task, flushed and fsynced.
+"""Crash-safe result storage: one JSON line per finished task, fsynced before the task counts
+(written by :mod:`verify.results.writer`), read back here.
 
 A run writes ``<output>.progress.jsonl`` as tasks finish; its first line is a header holding the
 run's identity (:mod:`verify.results.identity`), so ``--resume`` can refuse another run's progress.
