@@ -28,6 +28,7 @@ import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -172,7 +173,7 @@ class SavedState:
     reasons: dict[str, str | None] = field(default_factory=dict)
     lines: int = 0
 
-    @property
+    @cached_property
     def done(self) -> set[str]:
         """Task keys whose latest result is final (see :func:`rerun_reason`)."""
         return {key for key, reason in self.reasons.items() if reason is None}

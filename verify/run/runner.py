@@ -78,9 +78,8 @@ class RunOptions:
     model answer the questions they miss (otherwise an error). ``answers_source``: where the answers
     came from, for messages. ``deadline``: seconds the whole run may take. ``on_evaluation``: called
     with every grading pass when the config revises until satisfied (``revision_max_iterations``).
-    ``keep_results``: return every result in :attr:`RunOutcome.results` (on by default, for notebooks);
-    they are then all held in memory. Off, memory stays flat however long the run: the summary,
-    gates and export come from running tallies and one pass over the progress file (the CLI's way).
+    ``keep_results``: return every result in :attr:`RunOutcome.results`, all held in memory (the CLI
+    passes False: the summary, gates and export need no result kept, see docs/performance.md).
     """
 
     output: Path | None = None
@@ -198,7 +197,6 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
     template_search = options.search or services.template_search()
     progress_file = output_plan.progress if output_plan else None
     before = saved_state(progress_file) if (progress_file and output_plan and output_plan.append) else SavedState()
-    skip = before.done
     writer: ResultWriter | None = None
     if progress_file is not None and output_plan is not None:
         try:
@@ -208,11 +206,10 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
             raise ConfigError(f"cannot write {progress_file}: {exc.strerror or exc}", "pick a writable --output") from None
     memo = AnswerMemo(sharers=len(config.parsing_models))  # entries dropped once every judge took them
     summary = Summary(prices=options.prices, gates=config.gates)
-    results: list[VerificationResult] = []
-    kept: dict[str, VerificationResult] = {}  # with a progress file and keep_results: this process's, by task key
+    kept: dict[str, VerificationResult] = {}  # with keep_results: this process's results, by task key
     all_tasks = list(build_tasks(benchmark, config, questions)) if options.progress else None
-    pending = (t for t in (all_tasks if all_tasks is not None else build_tasks(benchmark, config, questions)) if t.key not in skip)
-    resumed = len(skip)
+    pending = (t for t in (all_tasks if all_tasks is not None else build_tasks(benchmark, config, questions)) if t.key not in before.done)
+    resumed = len(before.done)
     bar = ProgressBar(len(all_tasks) if all_tasks is not None else None, resumed) if options.progress else None
     ran_keys: set[str] = set()  # the tasks this process saved (the others' calls were made by an earlier run)
     caps = answerer_caps(config)
@@ -252,10 +249,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
             ran_keys.add(task.key)
             summary.add(result)
             if options.keep_results:
-                if progress_file:
-                    kept[task.key] = result
-                else:
-                    results.append(result)
+                kept[task.key] = result
             if options.on_result:
                 options.on_result(result)
             if bar:
@@ -277,7 +271,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
         await _cancel(running)
         if writer:
             writer.close()  # flush what finished before reading it back
-        finished = list(latest_results(progress_file)) if progress_file else results
+        finished = list(latest_results(progress_file)) if progress_file else list(kept.values())
         which = "--deadline" if options.deadline == limit else "batch_timeout_seconds"
         raise RunStopped(
             f"the run reached {which}={limit:g} s: {resumed + len(ran_keys)} task(s) finished{saved}",
@@ -308,21 +302,18 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
         if writer:
             writer.close()
     warnings = config_warnings(config)
+    results = list(kept.values())
     if progress_file is not None and options.output is not None:
-
-        def header(done: Summary) -> dict[str, Any]:
-            return run_header(config, stages, options.run_name, done.total, services.structured_output_methods(),
-                              identity, _source(benchmark), [gate.as_dict() for gate in done.gate_results()])
-
-        end = Finish(progress_file, options.output, before, ran_keys, summary, header,
-                     finished=resumed + len(ran_keys), kept=kept if options.keep_results else None)
+        end = Finish(progress_file, options.output, before, ran_keys, summary, lambda done: run_header(
+            config, stages, options.run_name, done.total, services.structured_output_methods(), identity,
+            _source(benchmark), [gate.as_dict() for gate in done.gate_results()],
+        ), finished=resumed + len(ran_keys), kept=kept if options.keep_results else None)
         try:
             results = finish_run(end)
         except OSError as exc:
             raise RunStopped(
-                f"cannot write {options.output}: {exc.strerror or exc}; all {resumed + len(ran_keys)} result(s) "
-                f"are safe in {progress_file}",
-                "free space (or fix the folder), then rerun with --resume to write the export",
+                f"cannot write {options.output}: {exc.strerror or exc}; all {resumed + len(ran_keys)} result(s) are "
+                f"safe in {progress_file}", "free space (or fix the folder), then rerun with --resume to write the export",
             ) from None
         progress_file.unlink()
     return RunOutcome(results=results, summary=summary, tasks=resumed + len(ran_keys), resumed=resumed,
