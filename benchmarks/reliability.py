@@ -22,6 +22,11 @@ Scenarios (the names ``--only`` takes):
   found already done must exit 0 without a traceback. A process that dies of SIGTERM before verify
   handles the signal (Python start-up: no output, nothing saved or changed) is accepted, as a shell
   reports 143 for it too, and counted in ``kill_outcome_startup``.
+* ``counted``: counted means durable. A run through the Python API prints each task key from its
+  ``on_result`` callback (called once the task counts as finished, as the summary and the progress
+  bar count it) and is stopped at a random moment by SIGKILL, SIGINT or SIGTERM; every key it
+  printed must be in its progress file (or its export, when it got that far). ``counted_keys`` is
+  how many keys were printed, ``counted_not_durable`` how many of them were missing (must be 0).
 * ``faults``: the judge is the simulated OpenAI-compatible server in its own process (``--rate-429
   0.2 --rate-500 0.1 --malformed-rate 0.1``, a seed per case) over HTTP (``interface:
   openai_endpoint``), with the default retry policy or (every other case) few quick retries (2 per
@@ -85,7 +90,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "verify" / "examples" / "demo" / "demo.jsonld"
 ANSWERS = REPO / "verify" / "examples" / "demo" / "answers.json"
 DEMO_PRESET = REPO / "verify" / "config" / "presets" / "demo.json"
-SCENARIOS = ("kill", "faults", "two_process", "full_disk", "secrets")
+SCENARIOS = ("kill", "counted", "faults", "two_process", "full_disk", "secrets")
 SEED = 12
 LATENCY_MS = 80  # per judge call: a reference run takes about 1.5 s, long enough to stop it part-way
 WORKERS = 2
@@ -245,7 +250,9 @@ def saved_keys(progress: Path) -> set[str]:
             data = json.loads(line) if line.endswith("\n") else None
         except ValueError:
             continue
-        key = data.get("metadata", {}).get("task_key") if isinstance(data, dict) else None
+        # karenina's form keeps the task key in verify's own section; an older verify's line, in its metadata
+        own = (data.get("verify") or data.get("metadata") or {}) if isinstance(data, dict) else {}
+        key = own.get("task_key") if isinstance(own, dict) else None
         if isinstance(key, str):
             keys.add(key)
     return keys
@@ -424,6 +431,51 @@ def kill_case(ref: Reference, folder: Path, sig: signal.Signals, stops: int, rng
 def kill_cases(ref: Reference, root: Path, sig: signal.Signals, count: int, rng: random.Random) -> list[Case]:
     """``count`` cases; every other one also stops its first resume."""
     return [kill_case(ref, fresh(root, f"{sig.name.lower()}-{i}"), sig, 1 + i % 2, rng) for i in range(count)]
+
+
+# --------------------------------------------------------------------------- 1b. counted => durable
+
+
+def counting_child(preset: Path, output: Path) -> int:
+    """The child of a ``counted`` case: a demo run whose ``on_result`` prints each task key counted."""
+    sys.path.insert(0, str(REPO))
+    from verify.benchmark.jsonld import load_benchmark
+    from verify.config.preset import load_preset
+    from verify.run.runner import run_verification
+
+    def counted(result: Any) -> None:
+        print(json.dumps(result.metadata.task_key), flush=True)  # one write per line
+
+    answers = json.loads(ANSWERS.read_text(encoding="utf-8"))
+    run_verification(load_benchmark(DEMO), load_preset(preset), answers=answers, output=output, on_result=counted,
+                     keep_results=False)
+    return 0
+
+
+def counted_case(ref: Reference, folder: Path, sig: signal.Signals, rng: random.Random) -> Case:
+    """Stop a counting run with ``sig`` at a random moment: every key it counted must be saved."""
+    case = Case(f"counted_{sig.name.lower()}", sig.name)
+    out = folder / "out.json"
+    at = rng.uniform(0.1, 1.0) * ref.seconds
+    done = Process([sys.executable, Path(__file__).resolve(), "--counting-child", ref.preset, out], folder).wait(
+        stop=after(at), sig=sig)
+    counted: set[str] = set()
+    for line in done.out.splitlines():
+        with contextlib.suppress(ValueError):
+            counted.add(json.loads(line))
+    durable = saved_keys(progress_of(out))
+    if out.exists():
+        durable |= {r["verify"]["task_key"] for r in export_records(out)}
+    missing = counted - durable
+    case.counts["signals_sent"] += done.signalled
+    case.counts["keys"] += len(counted)
+    case.counts["not_durable"] += len(missing)
+    case.lost += len(missing)
+    if missing:
+        case.problems.append(f"{len(missing)} counted task(s) are in no file after {sig.name} at {at:.2f} s")
+    if done.code == 0 and len(counted) != len(ref.verdicts):
+        case.problems.append(f"the run finished but counted {len(counted)} of {len(ref.verdicts)} tasks")
+    return case
 
 
 # --------------------------------------------------------------------------- 2. a faulty server
@@ -742,6 +794,7 @@ def scenario_figures(scenario: str, cases: Sequence[Case]) -> None:
 #: The counts each scenario reports (summed over its cases), always all of them.
 COUNTS = {
     "kill": ("signals_sent", "outcome_stopped", "outcome_finished", "outcome_startup", "stray_files"),
+    "counted": ("signals_sent", "keys", "not_durable"),
     "faults": ("resumes", "verdict_passed", "verdict_failed", "verdict_incomplete"),
     "two_process": (),
     "full_disk": ("stopped_in_progress", "stopped_in_export", "results_safe"),
@@ -768,7 +821,10 @@ def run_scenario(name: str, ref: Reference, root: Path, sizes: Sizes, seed: int)
             cases += some
         counted("kill", cases)
         return cases
-    if name == "faults":
+    if name == "counted":
+        cases = [counted_case(ref, fresh(folder, f"{sig.name.lower()}-{i}"), sig, rng)
+                 for sig in KILL_SIGNALS for i in range(sizes.kill_per_signal)]
+    elif name == "faults":
         cases = [faults_case(ref, fresh(folder, f"seed-{i}"), seed + i, few_retries=i % 2 == 1)
                  for i in range(sizes.faults)]  # fmt: skip
     elif name == "two_process":
@@ -812,7 +868,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(SCENARIOS), help=f"some of {', '.join(SCENARIOS)}")
     parser.add_argument("--seed", type=int, default=SEED, help="seed of kill delays, free space, servers")
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
+    parser.add_argument("--counting-child", nargs=2, type=Path, metavar=("PRESET", "OUTPUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.counting_child:
+        return counting_child(*args.counting_child)
     chosen = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = sorted(set(chosen) - set(SCENARIOS))
     if unknown:

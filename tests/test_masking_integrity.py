@@ -18,10 +18,11 @@ import pytest
 from browser import Chromium, chromium_path
 from typer.testing import CliRunner, Result
 
-import verify.run.runner as runner
+import verify.run.finish as finish
 from verify.cli import app
 from verify.report.page import data_of_page
-from verify.results.store import HEADER_KEY, progress_path
+from verify.results.store import progress_path
+from verify.results.writer import HEADER_KEY
 from verify.secrets import MASK, clear_secrets
 
 REPO = Path(__file__).resolve().parent.parent
@@ -75,7 +76,7 @@ def keep_progress(monkeypatch: pytest.MonkeyPatch) -> None:
     def export(*args: Any, **kwargs: Any) -> int:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(runner, "export", export)
+    monkeypatch.setattr(finish, "export_lines", export)
 
 
 def progress_lines(path: Path) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ from verify.errors import ConfigError, RunStopped, fixable_reason
 from verify.results import store
 from verify.results.lock import OutputLock, lock_path
 from verify.results.store import progress_path, rerun_reason
+from verify.results.writer import ResultWriter
 from verify.run.runner import run_verification
 
 REPO = Path(__file__).resolve().parent.parent
@@ -276,32 +277,32 @@ def demo_answers() -> dict[str, dict[str, str]]:
 
 def test_a_full_disk_mid_run_says_what_is_safe_and_resume_finishes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "r.json"
-    real_write = store.ResultWriter.write
+    real_append = ResultWriter.append
 
-    def write(self: store.ResultWriter, result: Any) -> None:
+    def append(self: ResultWriter, lines: list[str]) -> None:
         if self.written >= 3:
             raise OSError(errno.ENOSPC, "No space left on device")
-        real_write(self, result)
+        real_append(self, lines)
 
-    monkeypatch.setattr(store.ResultWriter, "write", write)
+    monkeypatch.setattr(ResultWriter, "append", append)
     config = demo_config().model_copy(update={"async_max_workers": 1})
     with pytest.raises(RunStopped) as info:
         run_verification(load_benchmark(DEMO), config, answers=demo_answers(), output=out)
     assert "No space left on device; 3 finished result(s) are safe in" in info.value.message
     assert "--resume" in (info.value.hint or "")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json.progress.jsonl"]  # no hidden partial files
-    monkeypatch.setattr(store.ResultWriter, "write", real_write)
+    monkeypatch.setattr(ResultWriter, "append", real_append)
     done = run_verification(load_benchmark(DEMO), config, answers=demo_answers(), output=out, resume=True)
     assert done.resumed == 3 and done.summary.total == 8 and len(set(task_keys(out))) == 8
 
 
 def test_a_failing_export_keeps_every_result_in_the_progress_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import verify.run.runner as runner
+    import verify.run.finish as finish
 
     def export(*args: Any, **kwargs: Any) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(runner, "export", export)
+    monkeypatch.setattr(finish, "export_lines", export)
     out = tmp_path / "r.json"
     with pytest.raises(RunStopped, match=r"cannot write .*r\.json: No space left on device; all 8 result\(s\) are safe"):
         run_verification(load_benchmark(DEMO), demo_config(), answers=demo_answers(), output=out)

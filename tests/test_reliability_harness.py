@@ -48,6 +48,14 @@ def test_a_killed_and_resumed_run_loses_and_duplicates_nothing(
     assert case.passed
 
 
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_every_task_a_killed_run_counted_is_in_its_files(
+    harness: ModuleType, reference: Any, tmp_path: Path, sig: signal.Signals
+) -> None:
+    case = harness.counted_case(reference, tmp_path, sig, random.Random(5))
+    assert case.problems == [] and case.lost == 0
+
+
 def test_two_runs_on_one_output_refuse_the_second_and_keep_every_task_once(
     harness: ModuleType, reference: Any, tmp_path: Path
 ) -> None:

@@ -22,8 +22,8 @@ from verify.config.preset import load_preset
 from verify.errors import ModelError, RunStopped
 from verify.llm.ports import ChatRequest
 from verify.llm.simulated.model import SimulatedModel
-from verify.results import store
 from verify.results.store import progress_path, rerun_reason
+from verify.results.writer import ResultWriter
 from verify.run.runner import run_verification
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,18 +49,18 @@ def demo_answers() -> dict[str, dict[str, str]]:
 def unfinished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep: int = 3) -> Path:
     """A run stopped (disk full) after ``keep`` results: its progress file as verify wrote it."""
     out = tmp_path / "r.json"
-    real_write = store.ResultWriter.write
+    real_append = ResultWriter.append
 
-    def write(self: store.ResultWriter, result: Any) -> None:
+    def append(self: ResultWriter, lines: list[str]) -> None:
         if self.written >= keep:
             raise OSError(errno.ENOSPC, "No space left on device")
-        real_write(self, result)
+        real_append(self, lines)
 
-    monkeypatch.setattr(store.ResultWriter, "write", write)
+    monkeypatch.setattr(ResultWriter, "append", append)
     config = load_preset("demo").model_copy(update={"async_max_workers": 1})
     with pytest.raises(RunStopped):
         run_verification(load_benchmark(DEMO), config, answers=demo_answers(), output=out)
-    monkeypatch.setattr(store.ResultWriter, "write", real_write)
+    monkeypatch.setattr(ResultWriter, "append", real_append)
     assert len(progress_path(out).read_text(encoding="utf-8").splitlines()) == keep + 1  # + the header
     return out
 
@@ -130,7 +130,7 @@ def test_a_task_repeated_after_it_finished_refuses_the_resume(tmp_path: Path, mo
     write_lines(progress, [*lines, lines[1]])
     result = demo(out, "--resume")
     assert result.exit_code == 1, result.output
-    key = json.loads(lines[1])["metadata"]["task_key"].replace("\t", " / ")
+    key = json.loads(lines[1])["verify"]["task_key"].replace("\t", " / ")  # progress lines are in karenina's form
     assert f"line {len(lines) + 1}: 1 result(s) repeat a task that was already finished (e.g. {key})" in result.stderr
 
 
@@ -140,8 +140,8 @@ def test_a_task_saved_again_after_a_failure_resume_reruns_is_not_a_repeat(
     progress = progress_path(out)
     lines = lines_of(progress)
     failed = json.loads(lines[1])
-    failed["metadata"]["errors"] = [{"stage": "rubric_evaluation", "category": "timeout", "message": "judge timed out"}]
-    assert rerun_reason(failed["metadata"]) == "timeout"
+    failed["verify"]["errors"] = [{"stage": "rubric_evaluation", "category": "timeout", "message": "judge timed out"}]
+    assert rerun_reason(failed["verify"]) == "timeout"
     write_lines(progress, [lines[0], json.dumps(failed), *lines[1:]])  # the failed try, then its rerun
     result = demo(out, "--resume")
     assert result.exit_code == 0, result.output
@@ -150,10 +150,10 @@ def test_a_task_saved_again_after_a_failure_resume_reruns_is_not_a_repeat(
 
 def test_a_run_whose_results_are_lost_before_the_export_never_exits_0(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def write(self: store.ResultWriter, result: Any) -> None:
-        self.written += 1  # says it wrote, writes nothing: the results are lost
+    def append(self: ResultWriter, lines: list[str]) -> None:
+        self.written += len(lines)  # says it wrote, writes nothing: the results are lost
 
-    monkeypatch.setattr(store.ResultWriter, "write", write)
+    monkeypatch.setattr(ResultWriter, "append", append)
     out = tmp_path / "r.json"
     result = demo(out)
     assert result.exit_code == 1, result.output
@@ -267,4 +267,4 @@ def test_a_401_is_summarised_as_authentication_as_the_resume_hint_says() -> None
     assert dict(outcome.summary.failure_categories) == {"authentication": TASKS}
     assert set(outcome.summary.unscored) == {"authentication"}  # the traits it left unjudged say so too
     assert {rerun_reason(r.metadata.model_dump()) for r in outcome.results} == {"authentication"}
-    assert f"({TASKS} authentication)" in _resume_advice(outcome.results)  # the hint the CLI prints
+    assert f"({TASKS} authentication)" in _resume_advice(outcome.summary.rerun_reasons)  # the hint the CLI prints

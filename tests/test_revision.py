@@ -30,8 +30,9 @@ from verify.results.export import export, load_results
 from verify.results.identity import run_identity
 from verify.results.models import VerificationResult
 from verify.results.revisions import RevisionEvaluation
-from verify.results.store import ResultWriter, done_keys, latest_results
+from verify.results.store import done_keys, latest_results
 from verify.results.summary import Summary
+from verify.results.writer import ResultWriter
 from verify.run.pipeline import plan
 from verify.run.revision import OnEvaluation, run_revising
 from verify.run.state import Deps

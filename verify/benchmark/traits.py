@@ -305,4 +305,6 @@ def merge_rubrics(global_rubric: Rubric | None, question_rubric: Rubric | None) 
                 )
             provenance[trait.name] = source  # type: ignore[assignment]
             traits.append(trait)
-    return Rubric(traits=traits), provenance
+    # both rubrics were validated when they were built and a name in both was refused above:
+    # the merged one is not validated again (4 merges per task)
+    return Rubric.model_construct(traits=traits), provenance

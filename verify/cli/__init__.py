@@ -13,7 +13,6 @@ Exit codes: 0 run completed with no task errors; 1 user or setup error; 2 usage 
 # as strings they would be evaluated (twice) on every start, a third of the time ``--help`` takes.
 import json
 import signal
-from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -243,6 +242,7 @@ def _main(flags: dict[str, Any]) -> int:
         answers_source=answers_source,
         deadline=parse_duration(flags["deadline"]) if flags["deadline"] else None,
         code_time_limit=flags["code_time_limit"], log_calls=flags["log_calls"],
+        keep_results=False,  # the summary, gates, export and page never need every result in memory
     )
     if picked is not None:
         options.question_ids = picked
@@ -317,7 +317,7 @@ def _main(flags: dict[str, Any]) -> int:
         for message, count in sorted(outcome.summary.error_messages.items(), key=lambda kv: -kv[1])[:3]:
             typer.secho(f"error ({count} task(s)): {scrub(message)}", err=True, fg="red")
         typer.secho(f"{outcome.summary.errors} task(s) ended with execution errors (see each result's verify.errors); "
-                    + _resume_advice(outcome.results), err=True, fg="yellow")
+                    + _resume_advice(outcome.summary.rerun_reasons), err=True, fg="yellow")
         return 3
     if outcome.summary.coverage < flags["min_coverage"]:
         typer.secho(
@@ -336,15 +336,11 @@ def _main(flags: dict[str, Any]) -> int:
     return 0
 
 
-def _resume_advice(results: list[Any]) -> str:
+def _resume_advice(reasons: dict[str, int]) -> str:
     """Which tasks ``--resume`` would run again, and why (transient, or fixed outside the run)."""
-
-    from verify.results.store import rerun_reason
-
-    reasons = Counter(r for r in (rerun_reason(x.metadata.model_dump()) for x in results) if r)
     if not reasons:
         return "--resume would not change them (fix the cause and rerun with --overwrite)"
-    parts = ", ".join(f"{n} {reason}" for reason, n in reasons.most_common())
+    parts = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
     return f"rerun with --resume to run {sum(reasons.values())} of them again ({parts})"
 
 

@@ -7,9 +7,12 @@ Every export is one karenina's readers take: each result is in its karenina form
 own header (versions, config, plan, run identity) sits in ``metadata`` next to karenina's keys, which
 karenina keeps as free-form run metadata.
 
-Exports stream from an iterator of results, so a 10k-task run never holds every result in memory
-(the JSON's header counts them, so results go to a temporary file first). Files are written to a
-temporary name and moved into place, so a crash never leaves half a file.
+Exports stream from an iterator of :class:`ExportLine` (a result in karenina's form and its masked
+JSON text), so a 50k-task run never holds every result in memory: the JSON's header counts them and
+a CSV needs every column first, so lines go to a temporary file first. A run's progress lines are
+already in this form (:mod:`verify.results.writer`), so its export copies them without building a
+result again. Files are written to a temporary name and moved into place, so a crash (or a header
+that refuses the export) never leaves half a file.
 """
 
 from __future__ import annotations
@@ -20,19 +23,21 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
 from verify.errors import UserError
 from verify.files import JsonProblem, atomic_writer, check_input_file, read_text
-from verify.results.export_csv import csv_columns, csv_row
+from verify.results.export_csv import CsvColumns, csv_row
 from verify.results.karenina_form import OWN_SECTION, from_export, to_karenina
 from verify.results.models import SCHEMA_VERSION, VerificationResult
-from verify.secrets import mask_data, mask_json
+from verify.secrets import mask_json
 
-__all__ = ["FORMATS", "FORMAT_VERSION", "export", "is_export", "load_results", "read_export_header"]
+__all__ = ["FORMATS", "FORMAT_VERSION", "ExportLine", "export", "export_lines", "is_export", "load_results",
+           "read_export_header"]
 
 FORMATS = {".json": "json", ".jsonl": "jsonl", ".csv": "csv"}
 
@@ -42,29 +47,44 @@ _JSON_STARTS = ('{"format_version": "2.2", "metadata": {"exported_by": "verify"'
 _CSV_HEAD = ("question_id,success,error,question_text,", "question_id,success,verdict")
 
 
+@dataclass(frozen=True)
+class ExportLine:
+    """One result as an export holds it: karenina's form (``data``) and its JSON, masked (``text``)."""
+
+    data: dict[str, Any]
+    text: str
+
+    @classmethod
+    def of(cls, result: VerificationResult) -> ExportLine:
+        data = to_karenina(result)
+        return cls(data, mask_json(json.dumps(data)))
+
+
 def export(results: Iterable[VerificationResult], path: Path, *, header: dict[str, Any] | None = None) -> int:
     """Write results to ``path`` in the format its suffix names; returns how many were written.
 
     ``header``: verify's run header (:func:`verify.run.runner.run_header`); a ``rubric_definition``
     key in it becomes karenina's ``shared_data.rubric_definition``.
     """
+    return export_lines((ExportLine.of(r) for r in results), path, header=lambda _count: header or {})
+
+
+def export_lines(lines: Iterable[ExportLine], path: Path, *, header: Callable[[int], dict[str, Any]]) -> int:
+    """:func:`export` of lines already in karenina's form. ``header`` is called with the count once
+    every line is read, before the file is moved into place: it may refuse the export by raising."""
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise ValueError(f"unknown output format {path.suffix!r}; use .json, .jsonl or .csv")
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_writer(path) as handle:
         if fmt == "jsonl":  # one result per line, nothing else, so any JSONL reader can take it
-            count = _write_jsonl(results, handle)
+            count = sum(handle.write(line.text + "\n") >= 0 for line in lines)
+            header(count)
         elif fmt == "json":
-            count = _write_json(results, handle, path.parent, header or {})
+            count = _write_json(lines, handle, path.parent, header)
         else:
-            count = _write_csv(results, handle)
+            count = _write_csv(lines, handle, path.parent, header)
     return count
-
-
-def _write_jsonl(results: Iterable[VerificationResult], handle: IO[str]) -> int:
-    lines = (mask_json(json.dumps(to_karenina(r))) + "\n" for r in results)
-    return sum(handle.write(line) >= 0 for line in lines)
 
 
 class _Tally:
@@ -92,13 +112,14 @@ class _Tally:
         self.global_traits.update(n for n, where in provenance.items() if where == "global")
 
 
-def _write_json(results: Iterable[VerificationResult], handle: IO[str], folder: Path, header: dict[str, Any]) -> int:
+def _write_json(lines: Iterable[ExportLine], handle: IO[str], folder: Path,
+                header_of: Callable[[int], dict[str, Any]]) -> int:
     tally = _Tally()
     with tempfile.TemporaryFile("w+", encoding="utf-8", dir=folder) as spool:
-        for r in results:
-            k = to_karenina(r)
-            tally.add(k)
-            spool.write(("," if tally.total > 1 else "") + mask_json(json.dumps(k)) + "\n")
+        for line in lines:
+            tally.add(line.data)
+            spool.write(("," if tally.total > 1 else "") + line.text + "\n")
+        header = header_of(tally.total)
         envelope = {"format_version": FORMAT_VERSION, "metadata": _metadata(header, tally),
                     "shared_data": {"rubric_definition": _rubric_definition(header, tally)}}
         text = mask_json(json.dumps(envelope))
@@ -142,18 +163,28 @@ def _rubric_definition(header: dict[str, Any], tally: _Tally) -> Any:
     return {"trait_names": sorted(tally.global_traits)} if tally.global_traits else None
 
 
-def _write_csv(results: Iterable[VerificationResult], handle: IO[str]) -> int:
-    # CSV needs every column up front; values are masked before cells are made of them (JSON cells too)
-    pairs = [(r, mask_data(to_karenina(r))) for r in results]
-    columns, global_traits, specific = csv_columns(pairs)
-    job_id = str(uuid.uuid4())
-    exported = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    writer = csv.DictWriter(handle, fieldnames=columns)
-    writer.writeheader()
-    for r, k in pairs:
-        row = csv_row(r, k, global_traits, specific, job_id=job_id, exported=exported)
-        writer.writerow(row)
-    return len(pairs)
+def _write_csv(lines: Iterable[ExportLine], handle: IO[str], folder: Path,
+               header_of: Callable[[int], dict[str, Any]]) -> int:
+    # CSV needs every column up front: a first pass finds them while the lines go to a spool file,
+    # the second makes the rows. Cells are made of masked values (the lines' text), JSON cells too.
+    columns = CsvColumns()
+    count = 0
+    with tempfile.TemporaryFile("w+", encoding="utf-8", dir=folder) as spool:
+        for line in lines:
+            columns.add(line.data)
+            spool.write(line.text + "\n")
+            count += 1
+        header_of(count)
+        job_id = str(uuid.uuid4())
+        exported = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+        writer = csv.DictWriter(handle, fieldnames=columns.names)
+        writer.writeheader()
+        spool.seek(0)
+        for text in spool:
+            k = json.loads(text)
+            writer.writerow(csv_row(from_export(k), k, columns.global_traits, columns.specific,
+                                    job_id=job_id, exported=exported))
+    return count
 
 
 def load_results(path: Path) -> list[VerificationResult]:

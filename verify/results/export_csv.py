@@ -16,7 +16,7 @@ from typing import Any
 
 from verify.results.models import VerificationResult
 
-__all__ = ["KARENINA_HEAD", "KARENINA_TAIL", "OWN_COLUMNS", "csv_columns", "csv_row", "trait_scores"]
+__all__ = ["KARENINA_HEAD", "KARENINA_TAIL", "OWN_COLUMNS", "CsvColumns", "csv_row", "trait_scores"]
 
 KARENINA_HEAD = [
     "question_id", "success", "error", "question_text", "raw_llm_response", "parsed_gt_response",
@@ -61,20 +61,33 @@ def trait_scores(rubric: dict[str, Any] | None) -> dict[str, Any]:
     return merged
 
 
-def csv_columns(pairs: list[tuple[VerificationResult, dict[str, Any]]]) -> tuple[list[str], list[str], list[str]]:
-    """Every column in order, with the global and the question-specific trait names."""
-    names: set[str] = set()
-    global_names: set[str] = set()
-    for _, k in pairs:
+class CsvColumns:
+    """Every column in order, found one result at a time, with the global and the question-specific trait names."""
+
+    def __init__(self) -> None:
+        self._names: set[str] = set()
+        self._global: set[str] = set()
+
+    def add(self, k: dict[str, Any]) -> None:
+        """Take the traits of one result in karenina's form."""
         rubric = k.get("rubric")
-        names.update(name for name in trait_scores(rubric) if name and "\n" not in name and "\r" not in name)
+        self._names.update(name for name in trait_scores(rubric) if name and "\n" not in name and "\r" not in name)
         provenance = (rubric or {}).get("trait_provenance") or {}
-        global_names.update(name for name, where in provenance.items() if where == "global")
-    global_traits = sorted(names & global_names)
-    specific = sorted(names - global_names)
-    columns = [*KARENINA_HEAD, *(f"rubric_{n}" for n in global_traits),
-               *(["question_specific_rubrics"] if specific else []), *KARENINA_TAIL, *OWN_COLUMNS]
-    return columns, global_traits, specific
+        self._global.update(name for name, where in provenance.items() if where == "global")
+
+    @property
+    def global_traits(self) -> list[str]:
+        return sorted(self._names & self._global)
+
+    @property
+    def specific(self) -> list[str]:
+        return sorted(self._names - self._global)
+
+    @property
+    def names(self) -> list[str]:
+        specific = self.specific
+        return [*KARENINA_HEAD, *(f"rubric_{n}" for n in self.global_traits),
+                *(["question_specific_rubrics"] if specific else []), *KARENINA_TAIL, *OWN_COLUMNS]
 
 
 def _display(identity: dict[str, Any]) -> str:

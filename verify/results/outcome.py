@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from verify.errors import ConfigError, UserError
 from verify.results.export import load_results, read_export_header
-from verify.results.export_csv import csv_columns, csv_row, trait_scores
+from verify.results.export_csv import CsvColumns, csv_row, trait_scores
 from verify.results.gates import GateResult, evaluate_gates
 from verify.results.karenina_form import to_karenina
 from verify.results.models import VerificationResult
@@ -92,7 +92,10 @@ def table(results: Sequence[VerificationResult]) -> tuple[list[str], list[dict[s
     """The rows :meth:`RunOutcome.to_dataframe` shows: the CSV export's cells (masked like it), with
     every trait's raw score in a ``rubric_<trait>`` column (the CSV gives only global traits one)."""
     pairs = [(r, mask_data(to_karenina(r))) for r in results]
-    columns, global_traits, specific = csv_columns(pairs)
+    found = CsvColumns()
+    for _, k in pairs:
+        found.add(k)
+    columns, global_traits, specific = found.names, found.global_traits, found.specific
     at = columns.index("keywords") + 1 + len(global_traits)
     columns[at:at] = [f"rubric_{name}" for name in specific]
     rows = []

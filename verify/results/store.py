@@ -1,4 +1,5 @@
-"""Crash-safe result storage: one JSON line per finished task, flushed and fsynced.
+"""Crash-safe result storage: one JSON line per finished task, fsynced before the task counts
+(written by :mod:`verify.results.writer`), read back here.
 
 A run writes ``<output>.progress.jsonl`` as tasks finish; its first line is a header holding the
 run's identity (:mod:`verify.results.identity`), so ``--resume`` can refuse another run's progress.
@@ -22,27 +23,24 @@ The file is read strictly, because a line skipped is a result lost (and a run th
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from verify.errors import ConfigError, UserError, fixable_reason
 from verify.files import JsonProblem, check_input_file
 from verify.results.karenina_form import from_export, verify_metadata
 from verify.results.models import VerificationResult
-from verify.secrets import mask_json
+from verify.results.writer import HEADER_KEY
 
 
 def progress_path(output: Path) -> Path:
     return output.with_name(output.name + ".progress.jsonl")
-
-
-HEADER_KEY = "verify_progress"
 
 
 def read_header(path: Path) -> dict[str, Any] | None:
@@ -59,6 +57,8 @@ class SavedLine:
     number: int
     data: dict[str, Any] | None
     problem: str | None = None
+    text: str = field(default="", repr=False)
+    """The line as written, without its newline (empty for a line that is not UTF-8)."""
 
 
 def scan(path: Path) -> Iterator[SavedLine]:
@@ -76,19 +76,22 @@ def scan(path: Path) -> Iterator[SavedLine]:
 def check_line(number: int, raw: bytes) -> SavedLine:
     """Line ``number`` (its bytes) as a :class:`SavedLine`."""
     try:
-        data = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError:
         return SavedLine(number, None, "not UTF-8 text")
+    try:
+        data = json.loads(text)
     except (ValueError, RecursionError) as exc:
         return SavedLine(number, None, f"not valid JSON ({str(exc).split(':')[0]})")
     if not isinstance(data, dict):
         return SavedLine(number, None, f"a JSON {type(data).__name__}, not a result")
     if HEADER_KEY in data:
-        return SavedLine(number, data, None if number == 1 else "a second header (another progress file appended)")
+        return SavedLine(number, data, None if number == 1 else "a second header (another progress file appended)",
+                         text)
     meta = verify_metadata(data)
     if meta is None or not isinstance(meta.get("task_key"), str):
         return SavedLine(number, None, "not a verify result (no task key)")
-    return SavedLine(number, data)
+    return SavedLine(number, data, text=text)
 
 
 def torn_tail(path: Path) -> bool:
@@ -107,13 +110,34 @@ def torn_tail(path: Path) -> bool:
 def read_lines(path: Path, *, results_only: bool = True) -> Iterator[dict[str, Any]]:
     """Every line of a progress file as JSON (the torn last line skipped); an invalid line is an
     error naming the file and line: it is never skipped, since its result would be lost."""
+    for line in valid_lines(path):
+        if not (results_only and HEADER_KEY in line.data):
+            yield line.data
+
+
+@dataclass(frozen=True)
+class ValidLine:
+    """A line of a progress file that passed :func:`check_line`."""
+
+    number: int
+    data: dict[str, Any]
+    text: str
+
+
+def valid_lines(path: Path) -> Iterator[ValidLine]:
+    """:func:`scan`, where a line that is not valid is an error naming the file and the line."""
     for line in scan(path):
         if line.problem is not None or line.data is None:
             raise ConfigError(f"{path} line {line.number}: {line.problem}",
                               "a progress file holds only the lines verify wrote; remove that line, "
                               "or start again with --overwrite")
-        if not (results_only and HEADER_KEY in line.data):
-            yield line.data
+        yield ValidLine(line.number, line.data, line.text)
+
+
+def task_key(data: dict[str, Any]) -> str:
+    """The task key of a valid result line (see :func:`check_line`)."""
+    meta = verify_metadata(data)
+    return str(meta.get("task_key")) if meta is not None else ""
 
 
 def _check_regular(path: Path) -> None:
@@ -140,58 +164,44 @@ def rerun_reason(meta: dict[str, Any]) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class SavedState:
+    """What a progress file holds when a run starts: each task's latest line (its number, and its
+    rerun reason, ``None`` when the task is done) and how many complete lines there are."""
+
+    last_line: dict[str, int] = field(default_factory=dict)
+    reasons: dict[str, str | None] = field(default_factory=dict)
+    lines: int = 0
+
+    @cached_property
+    def done(self) -> set[str]:
+        """Task keys whose latest result is final (see :func:`rerun_reason`)."""
+        return {key for key, reason in self.reasons.items() if reason is None}
+
+
+def saved_state(path: Path) -> SavedState:
+    """Read a progress file once for ``--resume``: see :class:`SavedState`."""
+    last_line: dict[str, int] = {}
+    reasons: dict[str, str | None] = {}
+    lines = 0
+    for line in valid_lines(path):
+        lines = line.number
+        meta = verify_metadata(line.data)  # a line may be an export's (karenina's form), not only verify's
+        if HEADER_KEY not in line.data and meta is not None:
+            key = str(meta.get("task_key"))
+            last_line[key] = line.number
+            reasons[key] = rerun_reason(meta)
+    return SavedState(last_line, reasons, lines)
+
+
 def saved_tasks(path: Path) -> dict[str, str | None]:
     """Every saved task key with its latest result's rerun reason (``None``: done)."""
-    latest: dict[str, str | None] = {}
-    for data in read_lines(path):
-        meta = verify_metadata(data)  # a line may be an export's (karenina's form), not only verify's
-        if meta is not None:
-            latest[str(meta.get("task_key"))] = rerun_reason(meta)
-    return latest
+    return saved_state(path).reasons
 
 
 def done_keys(path: Path) -> set[str]:
     """Task keys whose latest result is final (see :func:`rerun_reason`)."""
-    return {key for key, reason in saved_tasks(path).items() if reason is None}
-
-
-class ResultWriter:
-    """Appends results to the progress file; each line is flushed and fsynced before returning."""
-
-    def __init__(self, path: Path, *, append: bool, header: dict[str, Any] | None = None) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if append and path.exists():
-            _drop_torn_tail(path)
-        self.path = path
-        self.written = 0
-        fresh = not (append and path.exists() and path.stat().st_size)
-        self._handle: IO[str] = path.open("a" if append else "w", encoding="utf-8")
-        if fresh and header is not None:
-            self._line(mask_json(json.dumps({HEADER_KEY: 1, **header})))
-
-    def write(self, result: VerificationResult) -> None:
-        self._line(mask_json(result.model_dump_json()))  # a key echoed into a reason never reaches the file
-        self.written += 1
-
-    def _line(self, text: str) -> None:
-        self._handle.write(text + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-
-    def close(self) -> None:
-        # after a failed write (disk full) the buffer still holds part of a line: flushing it fails
-        # again, and that must not hide the error that says what is safe; the torn tail is dropped
-        # when the run resumes
-        with contextlib.suppress(OSError):
-            self._handle.close()  # closes the file descriptor even when the final flush fails
-
-
-def _drop_torn_tail(path: Path) -> None:
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        with path.open("r+b") as handle:
-            handle.truncate(cut)
+    return saved_state(path).done
 
 
 def latest_results(path: Path) -> Iterator[VerificationResult]:

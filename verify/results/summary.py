@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from verify.results.gates import GateResult, GateTallies, evaluate_gates
 from verify.results.models import VerificationResult
 from verify.results.revisions import RevisionTally
+from verify.results.store import rerun_reason
 from verify.results.verdict import NO_PASS_RULE, coverage_of, has_pass_rule, outcome_of
 
 __all__ = ["Summary", "TraitTally"]
@@ -86,6 +87,8 @@ class Summary:
     """What gates measure, for the whole run and per model pair (also the rubric score and verdicts)."""
     revision: RevisionTally = field(default_factory=RevisionTally)
     """Revise until satisfied: iterations used, final statuses, first -> last answer's grading."""
+    rerun_reasons: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    """Why ``--resume`` would run tasks again (:func:`~verify.results.store.rerun_reason`), and how many."""
 
     def _cost(self, model: str, input_tokens: int, output_tokens: int) -> float:
         price = (self.prices or {}).get(model)
@@ -126,6 +129,10 @@ class Summary:
             self.unscored[why] += 1
         self.tallies.add(key, result, coverage)
         self.revision.add(result)
+        if meta.failure or meta.errors:
+            reason = rerun_reason(meta.model_dump(include={"failure", "errors"}))
+            if reason:
+                self.rerun_reasons[reason] += 1
         if meta.errors:
             self.errors += 1
             message = meta.errors[-1].message

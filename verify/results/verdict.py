@@ -78,32 +78,35 @@ def coverage_of(
     them that code decides (regex, callable) rather than the judge. A trait skipped for a reason
     that is the run's choice, not the trait's kind (a pickled callable the run does not trust),
     stays a gap: ``unscored`` names it with that reason."""
-    coverage = Coverage()
+    # counted in locals and built once: a pydantic model's __setattr__ costs more than the counting
+    judged = total = by_code_judged = by_code_total = 0
+    unscored: dict[str, str] = {}
     status = rubric.trait_status if rubric is not None else {}
     code = set(by_code)
     for name in planned_traits:
         outcome = status.get(name)
         if outcome is not None and outcome.status == "skipped" and outcome.unscored_category is None:
             continue  # a kind not evaluated at all; a skip with a category (untrusted code) is a gap
-        coverage.total += 1
-        coverage.by_code_total += name in code
+        total += 1
+        by_code_total += name in code
         if outcome is not None and outcome.status in ("scored", "auto_failed"):
-            coverage.judged += 1
-            coverage.by_code_judged += name in code
+            judged += 1
+            by_code_judged += name in code
         elif outcome is not None:
-            coverage.unscored[name] = unscored_category(outcome)
+            unscored[name] = unscored_category(outcome)
         else:
-            coverage.unscored[name] = "no_answer" if not answered else "not_run"
+            unscored[name] = "no_answer" if not answered else "not_run"
     if template_planned:
-        coverage.total += 1
+        total += 1
         gap = _template_gap(template, failure, answered)
         if gap is None:
-            coverage.judged += 1
+            judged += 1
         else:
-            coverage.unscored["template"] = gap
-    if coverage.total == 0:
-        coverage.unscored["rubric"] = "nothing_to_evaluate"
-    return coverage
+            unscored["template"] = gap
+    if total == 0:
+        unscored["rubric"] = "nothing_to_evaluate"
+    return Coverage(judged=judged, total=total, by_code_judged=by_code_judged, by_code_total=by_code_total,
+                    unscored=unscored)
 
 
 def verdict_of(failure: Failure | None, coverage: Coverage, *, pass_rule: bool = True) -> Verdict:

@@ -22,8 +22,6 @@ from verify.results.identity import differences
 from verify.results.karenina_form import verify_metadata
 from verify.results.lock import lock_path
 from verify.results.store import (
-    HEADER_KEY,
-    ResultWriter,
     check_line,
     progress_path,
     read_header,
@@ -31,6 +29,7 @@ from verify.results.store import (
     scan,
     torn_tail,
 )
+from verify.results.writer import HEADER_KEY, ResultWriter
 
 __all__ = ["OutputPlan", "check_nothing_lost", "check_output", "prepare_output"]
 

@@ -76,20 +76,21 @@ def identity(model: ModelConfig) -> ModelIdentity:
     return ModelIdentity(interface=model.interface, model_name=name, config_id=model.id)
 
 
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "total_tokens", "calls", "cached_calls", "failed_calls",
+                 "http_attempts")
+
+
 def _usage(records: Sequence[CallRecord]) -> dict[str, StageUsage]:
-    groups: dict[str, StageUsage] = {}
+    # summed in plain lists, one model per group at the end (a model's __setattr__ per field per call costs more)
+    sums: dict[str, list[int]] = {}
     for r in records:
-        key = r.purpose.usage_group
-        for name in (key, "total"):
-            u = groups.setdefault(name, StageUsage())
-            u.input_tokens += r.usage.input_tokens
-            u.output_tokens += r.usage.output_tokens
-            u.total_tokens += r.usage.total_tokens
-            u.calls += 1
-            u.cached_calls += int(r.cached)
-            u.failed_calls += int(r.failed)
-            u.http_attempts += r.attempts
-    return groups
+        row = (r.usage.input_tokens, r.usage.output_tokens, r.usage.total_tokens, 1, int(r.cached), int(r.failed),
+               r.attempts)
+        for name in (r.purpose.usage_group, "total"):
+            total = sums.setdefault(name, [0] * len(_USAGE_FIELDS))
+            for i, value in enumerate(row):
+                total[i] += value
+    return {name: StageUsage(**dict(zip(_USAGE_FIELDS, total, strict=True))) for name, total in sums.items()}
 
 
 def task_coverage(state: TaskState, deps: Deps) -> Coverage:

@@ -23,14 +23,15 @@ from verify.judging.embedding import Embedder, get_embedder
 from verify.llm.call_log import CallLog, calls_for_task
 from verify.llm.ports import Search
 from verify.llm.recording import RecordingModel
-from verify.results.export import export
 from verify.results.identity import run_identity
 from verify.results.lock import OutputLock
 from verify.results.models import SCHEMA_VERSION, VerificationResult, verify_version
 from verify.results.outcome import RunOutcome
-from verify.results.store import ResultWriter, done_keys, latest_results
+from verify.results.store import SavedState, latest_results, saved_state
 from verify.results.summary import Summary
-from verify.run.output import OutputPlan, check_nothing_lost, check_output, prepare_output
+from verify.results.writer import ResultWriter
+from verify.run.finish import Finish, finish_run
+from verify.run.output import OutputPlan, check_output, prepare_output
 from verify.run.pipeline import FINALIZE, plan
 from verify.run.progress import ProgressBar
 from verify.run.recorded import check_recorded_answers
@@ -81,6 +82,8 @@ class RunOptions:
     came from, for messages. ``deadline``: seconds the whole run may take. ``on_evaluation``: called
     with every grading pass when the config revises until satisfied (``revision_max_iterations``).
     ``log_calls``: a JSONL file of every model call (:mod:`verify.llm.call_log`), appended to on ``resume``.
+    ``keep_results``: return every result in :attr:`RunOutcome.results`, all held in memory (the CLI
+    passes False: the summary, gates and export need no result kept, see docs/performance.md).
     """
 
     output: Path | None = None
@@ -190,7 +193,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
         search = services.rubric_search()
     template_search = options.search or services.template_search()
     progress_file = output_plan.progress if output_plan else None
-    skip = done_keys(progress_file) if (progress_file and output_plan and output_plan.append) else set()
+    before = saved_state(progress_file) if (progress_file and output_plan and output_plan.append) else SavedState()
     writer: ResultWriter | None = None
     if progress_file is not None and output_plan is not None:
         try:
@@ -200,12 +203,12 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
             raise ConfigError(f"cannot write {progress_file}: {exc.strerror or exc}", "pick a writable --output") from None
     memo = AnswerMemo(sharers=len(config.parsing_models))  # entries dropped once every judge took them
     summary = Summary(prices=options.prices, gates=config.gates)
-    results: list[VerificationResult] = []
+    kept: dict[str, VerificationResult] = {}  # with keep_results: this process's results, by task key
     all_tasks = list(build_tasks(benchmark, config, questions)) if options.progress else None
-    pending = (t for t in (all_tasks if all_tasks is not None else build_tasks(benchmark, config, questions)) if t.key not in skip)
-    resumed = len(skip)
+    pending = (t for t in (all_tasks if all_tasks is not None else build_tasks(benchmark, config, questions)) if t.key not in before.done)
+    resumed = len(before.done)
     bar = ProgressBar(len(all_tasks) if all_tasks is not None else None, resumed) if options.progress else None
-    ran_keys: set[str] = set()  # the tasks this process ran (the others' calls were made by an earlier run)
+    ran_keys: set[str] = set()  # the tasks this process saved (the others' calls were made by an earlier run)
     caps = answerer_caps(config)
 
     async def one(task: Task) -> VerificationResult:
@@ -236,15 +239,15 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
     async def worker() -> None:
         for task in pending:
             result = await one(task)
-            ran_keys.add(task.key)
             if writer:
                 try:
-                    writer.write(result)
+                    await writer.save(result)  # durable before anything counts it
                 except OSError as exc:
                     raise _WriteFailed(exc) from exc
+            ran_keys.add(task.key)
             summary.add(result)
-            if options.keep_results and not progress_file:
-                results.append(result)
+            if options.keep_results:
+                kept[task.key] = result
             if options.on_result:
                 options.on_result(result)
             if bar:
@@ -266,7 +269,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
         await _cancel(running)
         if writer:
             writer.close()  # flush what finished before reading it back
-        finished = list(latest_results(progress_file)) if progress_file else results
+        finished = list(latest_results(progress_file)) if progress_file else list(kept.values())
         which = "--deadline" if options.deadline == limit else "batch_timeout_seconds"
         raise RunStopped(
             f"the run reached {which}={limit:g} s: {resumed + len(ran_keys)} task(s) finished{saved}",
@@ -297,22 +300,19 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
         if writer:
             writer.close()
     warnings = config_warnings(config)
+    results = list(kept.values())
     if progress_file is not None and options.output is not None:
-        summary = Summary(prices=options.prices, gates=config.gates)
-        for r in latest_results(progress_file):
-            summary.add(r, earlier=r.metadata.task_key not in ran_keys)  # live calls: this process's only
-        check_nothing_lost(progress_file, options.output, saved=summary.total, finished=resumed + len(ran_keys))
-        header = run_header(config, stages, options.run_name, summary.total,
-                            services.structured_output_methods(), identity, _source(benchmark),
-                            [gate.as_dict() for gate in summary.gate_results()])
+        end = Finish(progress_file, options.output, before, ran_keys, summary, lambda done: run_header(
+            config, stages, options.run_name, done.total, services.structured_output_methods(), identity,
+            _source(benchmark), [gate.as_dict() for gate in done.gate_results()],
+        ), finished=resumed + len(ran_keys), kept=kept if options.keep_results else None)
         try:
-            export(latest_results(progress_file), options.output, header=header)
+            results = finish_run(end)
         except OSError as exc:
             raise RunStopped(
-                f"cannot write {options.output}: {exc.strerror or exc}; all {summary.total} result(s) are safe in "
-                f"{progress_file}", "free space (or fix the folder), then rerun with --resume to write the export",
+                f"cannot write {options.output}: {exc.strerror or exc}; all {resumed + len(ran_keys)} result(s) are "
+                f"safe in {progress_file}", "free space (or fix the folder), then rerun with --resume to write the export",
             ) from None
-        results = list(latest_results(progress_file)) if options.keep_results else results
         progress_file.unlink()
     return RunOutcome(results=results, summary=summary, tasks=resumed + len(ran_keys), resumed=resumed,
                       output=options.output, config_warnings=warnings, seed=config.seed)
