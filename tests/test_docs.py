@@ -134,7 +134,8 @@ def test_every_flag_the_docs_name_is_an_option() -> None:
     named = {flag for p in prose for flag in re.findall(r"(?<![\w-])--[a-z][a-z-]*[a-z]", p.read_text())}
     named -= {"--no"}  # "--no-..." = negation
     # Other programs' options the docs name: click's, mkdocs build, the simulated server, the benchmarks.
-    named -= {"--help", "--strict", "--port", "--latency-ms", "--only", "--quick", "--calls"}
+    named -= {"--help", "--strict", "--port", "--latency-ms", "--only", "--quick", "--calls",
+                 "--capacity", "--latency-cv", "--over-capacity"}
     assert len(named) > 60 and sorted(named - options) == []
 
 
