@@ -99,6 +99,7 @@ class Judge:
 
     def assert_passes(self, answer: str, **kwargs: Any) -> Judgment:
         """:meth:`check`, raising ``AssertionError`` with the reasons unless the answer passed."""
+        __tracebackhide__ = True  # pytest shows the caller's line and the reasons, not this frame
         judgment = self.check(answer, **kwargs)
         if not judgment.passed:
             raise AssertionError(judgment.explain())
@@ -117,4 +118,5 @@ class Judge:
 
 def assert_passes(answer: str, *, judge: Judge | None = None, **kwargs: Any) -> Judgment:
     """Fail the calling test unless ``answer`` passes (see :meth:`Judge.check` for the keywords)."""
+    __tracebackhide__ = True
     return (judge or Judge()).assert_passes(answer, **kwargs)

@@ -28,10 +28,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from verify.benchmark.assertions import assertion_trait, is_assertion, parse_assert_cell
+from verify.benchmark.assertions import JUDGED, assertion_trait, is_assertion, parse_assert_cell
 from verify.benchmark.question import Question
 from verify.benchmark.suite_fields import SuiteProblems, criterion_trait
-from verify.benchmark.traits import LLMTrait, Rubric
+from verify.benchmark.traits import ASSERTIONS, LLMTrait, Rubric
 from verify.errors import BenchmarkError, UserError, did_you_mean
 from verify.files import JsonProblem, read_text
 
@@ -150,7 +150,10 @@ def _question(number: int, row: Row, names: dict[str, str], table: Table, proble
     qid = str(number) if raw_id is None or raw_id == "" else str(raw_id).strip()
     expected = values.get(names["expected_answer"])
     expected = "" if expected is None else str(expected)
+    before = len(problems.items)
     traits = _traits(where, values.get(names["assert"]), names["assert"], problems)
+    if len(problems.items) > before:  # its assertions are wrong: "nothing to judge" would only add noise
+        return None
     if not traits:
         if not expected.strip():
             problems.add(where, f"nothing to judge: give column {names['expected_answer']!r} or "
@@ -186,7 +189,8 @@ def _traits(where: str, cell: Any, column: str, problems: SuiteProblems) -> list
             traits.append(assertion_trait(here, entry, i, problems))
         else:
             kind = entry.get("type") if isinstance(entry, dict) else entry
-            problems.add(here, f"{kind!r} is not an assertion type; use e.g. contains:TEXT, icontains:TEXT, "
+            hint = did_you_mean(str(kind), (*ASSERTIONS, JUDGED)) if isinstance(kind, str) else ""
+            problems.add(here, f"{kind!r} is not an assertion type{hint}; use e.g. contains:TEXT, icontains:TEXT, "
                          "not-contains:TEXT, equals:TEXT, starts-with:TEXT, regex:PATTERN, is-json, "
                          "json-schema:{...}, max-length:N or llm-rubric:CRITERION")
     return [t for t in traits if t is not None]
