@@ -41,10 +41,19 @@ def open_suite(flags: dict[str, Any]) -> Suite | None:
 
 
 def check_ci_files(flags: dict[str, Any], output: Path, inputs: list[Path]) -> None:
-    """Before the run: ``--junit`` and ``--summary-md`` name neither an input nor another output."""
-    unique = {Path(p).resolve(): p for p in inputs}.values()  # an input named twice is no clash
-    refuse_same_outputs([*(("input", p) for p in unique), ("--output", output), ("--report", flags.get("report_path")),
-                         ("--junit", flags.get("junit")), ("--summary-md", flags.get("summary_md"))])
+    """Before the run: ``--junit`` and ``--summary-md`` name neither an input nor another output (the
+    results file and the page check their own clashes, with their own messages)."""
+    taken = {Path(p).resolve(): f"{option} {p}" for option, p in [*(("input", i) for i in inputs), ("--output", output),
+                                                             ("--report", flags.get("report_path"))] if p is not None}
+    for option in ("junit", "summary_md"):
+        path = flags.get(option)
+        if path is None:
+            continue
+        name = f"--{option.replace('_', '-')}"
+        if Path(path).resolve() in taken:
+            raise UserError(f"{name} {path} is the same file as {taken[Path(path).resolve()]}",
+                            "give each output its own file name")
+        taken[Path(path).resolve()] = f"{name} {path}"
 
 
 def write_ci_files(flags: dict[str, Any], outcome: Any) -> None:
