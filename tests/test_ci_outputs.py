@@ -89,3 +89,18 @@ def test_cli_writes_both_files_and_refuses_clashes(tmp_path: Path) -> None:
     assert again.exit_code == 0, again.output
     clash = CliRunner().invoke(app, [*args, "--overwrite", "--junit", str(tmp_path / "r.json")])
     assert clash.exit_code == 1 and "--junit" in clash.output and "same file as --output" in clash.output
+
+
+def test_a_failing_criterion_shows_the_judges_reasoning_and_quotes() -> None:
+    from verify.config.verification import VerificationConfig
+    from verify.testing import Judge
+
+    judge = Judge(VerificationConfig.from_overrides(offline_config(), deep_judgment_rubric_mode="enable_all"))
+    judgment = judge.check("Bananas are yellow. Apples grow on trees.", question="What is the capital of France?",
+                           criteria=["Names Paris as the capital of France"])
+    assert judgment.outcome == "failed"
+    text = judgment.explain()
+    assert "names-paris-as-the-capital-of-france: failed (false, required) - Considering the trait" in text
+    assert '    quote: "Bananas are yellow."' in text
+    with pytest.raises(AssertionError, match="quote: \"Apples grow on trees.\""):
+        judge.assert_passes("Bananas are yellow. Apples grow on trees.", criteria=["Names Paris as the capital"])

@@ -1,4 +1,4 @@
-"""Judging one answer from a test: the pytest plugin's fixture and helper (:mod:`verify.pytest_plugin`),
+"""Judging one answer from a test: the pytest plugin's fixture and helper (:mod:`verify.testing.pytest_plugin`),
 usable from any test runner.
 
 ``Judge(config).check(answer, question=..., criteria=[...], assertions=[...])`` runs the answer through

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from verify.testing import Judge
+    from verify.testing.judge import Judge
 
 __all__ = ["pytest_addoption", "pytest_collect_file", "pytest_configure", "verify_judge"]
 
@@ -59,7 +59,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 def _judge(config: pytest.Config) -> Judge:
-    from verify.testing import Judge
+    from verify.testing.judge import Judge
 
     preset = config.getoption("verify_preset") or config.getini("verify_preset")
     if not preset:
