@@ -59,6 +59,7 @@ PACKAGES = {
     "verify.judging",
     "verify.judging.excerpts",
     "verify.templates",
+    "verify.testing",
     "verify.sandbox",
     "verify.stages",
     "verify.run",

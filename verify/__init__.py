@@ -11,7 +11,8 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
-    from verify.benchmark.jsonld import Benchmark, load_benchmark, save_benchmark
+    from verify.benchmark.inputs import load_benchmark
+    from verify.benchmark.jsonld import Benchmark, save_benchmark
     from verify.benchmark.question import Question
     from verify.config.deep_judgment import DeepJudgmentRubricCustomConfig, DeepJudgmentTraitConfig
     from verify.config.middleware import ModelRetryConfig, ToolRetryConfig
@@ -28,7 +29,7 @@ if _typing.TYPE_CHECKING:
 
 _HOME = {
     "Benchmark": "verify.benchmark.jsonld",
-    "load_benchmark": "verify.benchmark.jsonld",
+    "load_benchmark": "verify.benchmark.inputs",
     "save_benchmark": "verify.benchmark.jsonld",
     "Question": "verify.benchmark.question",
     "DeepJudgmentRubricCustomConfig": "verify.config.deep_judgment",

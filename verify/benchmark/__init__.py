@@ -2,7 +2,8 @@
 rubric-verdict fields in ``weighting``), and karenina's JSON-LD checkpoint format (``jsonld`` for
 documents, ``ratings`` for traits, ``properties`` for PropertyValue lists)."""
 
-from verify.benchmark.jsonld import Benchmark, load_benchmark, save_benchmark
+from verify.benchmark.inputs import load_benchmark
+from verify.benchmark.jsonld import Benchmark, save_benchmark
 from verify.benchmark.question import Question
 from verify.benchmark.traits import Rubric
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import sys
 from typing import Any, Literal, NamedTuple
 
@@ -24,7 +25,9 @@ from verify.benchmark.judge_ratings import GRADER_PROPS, JUDGE_PROP, grader_prop
 from verify.benchmark.problems import Problems, build_model, kind_of, trait_where, wrong_type
 from verify.benchmark.properties import json_value, property_value, read_properties
 from verify.benchmark.traits import (
+    JSON_ASSERTIONS,
     AgenticTrait,
+    AssertionTrait,
     CallableTrait,
     LLMTrait,
     MetricTrait,
@@ -36,18 +39,22 @@ from verify.benchmark.weighting import WEIGHTING_PROPS, read_score_ranges, weigh
 
 Scope = Literal["global", "question"]
 _FLOAT_MAX = sys.float_info.max
-AnyTrait = LLMTrait | RegexTrait | CallableTrait | MetricTrait | AgenticTrait | SchemaJudgeTrait
+AnyTrait = LLMTrait | AssertionTrait | RegexTrait | CallableTrait | MetricTrait | AgenticTrait | SchemaJudgeTrait
 
 PREFIX = "karenina:"
 # additionalType suffix (after Global / QuestionSpecific) -> trait family
 FAMILIES: dict[str, str] = {
     "RubricTrait": "llm", "LLMRubricTrait": "llm", "RegexTrait": "regex", "CallableTrait": "callable",
+    "AssertionTrait": "assertion",
     "MetricRubricTrait": "metric", "AgenticRubricTrait": "agentic", "DynamicRubricTrait": "dynamic",
 }
 _CLASSES: dict[str, type[BaseModel]] = {
     "llm": LLMTrait, "regex": RegexTrait, "callable": CallableTrait, "metric": MetricTrait,
     "agentic": AgenticTrait,
 }
+# An assertion a regex states is karenina's RegexTrait (karenina runs its pattern) with these two properties
+# besides; is-json and json-schema are verify's AssertionTrait, which karenina refuses rather than misjudges.
+ASSERTION_PROPS = ("assertion", "assertion_value")
 _DJ_FLAGS = ("deep_judgment_enabled", "deep_judgment_excerpt_enabled", "deep_judgment_search_enabled")
 _DJ_OPTIONAL = ("deep_judgment_max_excerpts", "deep_judgment_fuzzy_match_threshold",
                 "deep_judgment_excerpt_retry_attempts")
@@ -57,7 +64,8 @@ _CALLABLE_DEFAULTS: dict[str, Any] = {"kind": "boolean", "invert_result": False,
 _KNOWN_PROPS: dict[str, frozenset[str]] = {
     "llm": frozenset({*_COMMON, *_DJ_FLAGS, *_DJ_OPTIONAL, "min_score", "max_score", "kind", "classes",
                       "include_ground_truth", "score_ranges", *GRADER_PROPS, JUDGE_PROP}),
-    "regex": frozenset({*_COMMON, "pattern", "case_sensitive", "invert_result"}),
+    "regex": frozenset({*_COMMON, "pattern", "case_sensitive", "invert_result", *ASSERTION_PROPS}),
+    "assertion": frozenset({*_COMMON, *ASSERTION_PROPS}),
     "callable": frozenset({*_COMMON, "callable_code", "kind", "invert_result", "min_score", "max_score",
                            "classes"}),
     "metric": frozenset({*_COMMON, "metrics", "repeated_extraction", "evaluation_mode", "tp_instructions",
@@ -180,12 +188,23 @@ def decode_trait(rating: dict[str, Any], family: str, where: str, problems: Prob
         judge: SchemaJudgeTrait | None = build_model(SchemaJudgeTrait, judge_data(data, values, where, problems),
                                                      where, problems)
         return judge if problems.count == start else None
+    if family in ("regex", "assertion") and (values.get("assertion") is not None or family == "assertion"):
+        return _assertion(data, values, where, problems)
     decode = {"llm": _llm_fields, "callable": _callable_fields, "metric": _metric_fields,
               "agentic": _agentic_fields}.get(family, _as_is)
     data.update(decode(values, _Bounds(*bounds), where, problems))
     if problems.count > start:
         return None
     trait: AnyTrait | None = build_model(_CLASSES[family], data, where, problems)
+    return trait
+
+
+def _assertion(data: dict[str, Any], values: dict[str, Any], where: str, problems: Problems) -> AnyTrait | None:
+    """An assertion trait from its ``assertion`` and ``assertion_value`` (JSON text); its pattern is derived."""
+    raw = values.pop("assertion_value", None)
+    value = json_value(raw, object, "assertion_value", where, problems) if raw is not None else None
+    kept = {k: v for k, v in values.items() if k not in ("pattern", "case_sensitive", "invert_result")}
+    trait: AnyTrait | None = build_model(AssertionTrait, {**data, **kept, "value": value}, where, problems)
     return trait
 
 
@@ -332,6 +351,17 @@ def _encode_agentic(trait: AgenticTrait) -> tuple[str, tuple[float, float], list
     return "AgenticRubricTrait", bounds, list(trait.properties.items())
 
 
+def _encode_assertion(trait: AssertionTrait) -> tuple[str, tuple[float, float], list[tuple[str, Any]]]:
+    props: list[tuple[str, Any]] = [("assertion", trait.assertion)]
+    if trait.value is not None:
+        props.append(("assertion_value", json.dumps(trait.value, ensure_ascii=False)))
+    props.append(("higher_is_better", trait.higher_is_better))
+    if trait.base in JSON_ASSERTIONS:
+        return "AssertionTrait", (1.0, 0.0), props
+    regex = [("pattern", trait.pattern), ("case_sensitive", trait.case_sensitive), ("invert_result", trait.invert_result)]
+    return "RegexTrait", (1.0, 0.0), regex + props
+
+
 def rubric_of(traits: list[AnyTrait]) -> Rubric | None:
     return Rubric(traits=traits) if traits else None
 
@@ -345,6 +375,8 @@ def encode_trait(trait: AnyTrait, scope: Scope, dynamic: bool = False) -> dict[s
     props: list[tuple[str, Any]]
     if isinstance(trait, LLMTrait):
         suffix, bounds, props = _encode_llm(trait)
+    elif isinstance(trait, AssertionTrait):
+        suffix, bounds, props = _encode_assertion(trait)
     elif isinstance(trait, RegexTrait):
         suffix, bounds = "RegexTrait", (1.0, 0.0)
         props = [("pattern", trait.pattern), ("case_sensitive", trait.case_sensitive),

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from verify.benchmark.assertions import JUDGED, assertion_entry, assertion_trait, is_assertion, regex_entry
 from verify.benchmark.jsonld import Benchmark
 from verify.benchmark.question import Question
 from verify.benchmark.suite_fields import (
@@ -31,12 +32,13 @@ from verify.benchmark.suite_fields import (
     criterion_trait,
 )
 from verify.benchmark.suite_graders import grader_entry, grader_traits, judge_entry, judge_traits
-from verify.benchmark.traits import LLMTrait, Rubric, SchemaJudgeTrait
+from verify.benchmark.tabular import TABLE_SUFFIXES, load_table
+from verify.benchmark.traits import ASSERTIONS, AssertionTrait, LLMTrait, RegexTrait, Rubric, SchemaJudgeTrait
 from verify.config.gates import parse_gate
-from verify.errors import BenchmarkError, UserError
+from verify.errors import BenchmarkError, UserError, did_you_mean
 from verify.files import JsonProblem, parse_json, parse_yaml, read_text
 
-__all__ = ["Suite", "is_suite_file", "load_suite", "suite_document", "write_suite"]
+__all__ = ["Suite", "is_suite_file", "load_suite", "parse_assertions", "suite_document", "write_suite"]
 
 HINT = "fix the listed entries of the suite (see 'Test-suite files' in docs/suites.md)"
 
@@ -53,7 +55,7 @@ class Suite:
 def is_suite_file(path: Path) -> bool:
     """A .yaml/.yml file, or a .json file whose top level holds a ``tests`` list (a checkpoint never does)."""
     suffix = path.suffix.lower()
-    if suffix in (".yaml", ".yml"):
+    if suffix in (".yaml", ".yml", *TABLE_SUFFIXES):  # a CSV or JSONL dataset is read as a suite
         return True
     if suffix != ".json" or not path.is_file():
         return False
@@ -72,12 +74,17 @@ def _read(path: Path) -> Any:
         raise BenchmarkError(str(path), [exc.problem], exc.hint) from None
 
 
-def load_suite(path: str | Path, *, allow_outside_paths: bool = False) -> Suite:
-    """Read and check a suite; every problem, located, in one :class:`BenchmarkError`.
+def load_suite(path: str | Path, *, allow_outside_paths: bool = False, columns: dict[str, str] | None = None) -> Suite:
+    """Read and check a suite, or a CSV / JSONL dataset (:mod:`verify.benchmark.tabular`, its columns
+    renamed by ``columns``); every problem, located, in one :class:`BenchmarkError`.
 
     A grader's ``prompt_path`` must stay inside the suite's folder unless ``allow_outside_paths``.
     """
     path = Path(path)
+    if path.suffix.lower() in TABLE_SUFFIXES:
+        table = load_table(path, columns)
+        return Suite(benchmark=Benchmark(name=path.stem, questions=table.questions, source=str(path)),
+                     answers=table.answers)
     data = _read(path)
     problems = SuiteProblems(str(path))
     if not isinstance(data, dict):
@@ -166,22 +173,27 @@ def _record_outputs(where: str, test_id: str, test: dict[str, Any], answers: dic
         answers.setdefault(str(model), {})[test_id] = text
 
 
-def _assertion_traits(where: str, assertions: Any, problems: SuiteProblems) -> list[LLMTrait]:
-    """Plain strings are required criteria; ``type: rubrics`` entries hold criteria objects."""
+def _assertion_traits(where: str, assertions: Any, problems: SuiteProblems) -> list[LLMTrait | AssertionTrait]:
+    """Plain strings are required criteria; ``type: rubrics`` entries hold criteria objects; typed
+    assertions (``type: contains``, ...) are deterministic traits (:mod:`verify.benchmark.assertions`)."""
     if assertions is None:
         return []
     if not isinstance(assertions, list):
         problems.add(where, "assertions: must be a list (plain strings, or type: rubrics entries)")
         return []
-    traits: list[LLMTrait | None] = []
+    traits: list[LLMTrait | AssertionTrait | None] = []
     for i, entry in enumerate(assertions):
         if isinstance(entry, str):
             traits.append(criterion_trait(where, entry, i, problems, required=True))
             continue
+        if is_assertion(entry):
+            traits.append(assertion_trait(where, entry, i, problems))
+            continue
         if not isinstance(entry, dict) or entry.get("type") != "rubrics":
             kind = entry.get("type") if isinstance(entry, dict) else type(entry).__name__
-            problems.add(f"{where} assertions[{i}]", f"type {kind!r} is not supported; use a plain string or "
-                         "type: rubrics with criteria")
+            known = ", ".join(("rubrics", *ASSERTIONS, JUDGED))
+            problems.add(f"{where} assertions[{i}]", f"type {kind!r} is not supported{did_you_mean(str(kind), (*ASSERTIONS, JUDGED, 'rubrics'))}; "
+                         f"use a plain string (a criterion) or one of: {known} ('not-' negates an assertion)")
             continue
         problems.keys(f"{where} assertions[{i}]", entry, RUBRICS_KEYS)
         criteria = entry.get("criteria")
@@ -190,6 +202,16 @@ def _assertion_traits(where: str, assertions: Any, problems: SuiteProblems) -> l
             continue
         traits += [criterion_trait(where, c, j, problems, required=False) for j, c in enumerate(criteria)]
     return [t for t in traits if t is not None]
+
+
+def parse_assertions(assertions: list[Any], source: str = "assertions") -> list[LLMTrait | AssertionTrait]:
+    """A test's ``assertions`` list as traits, as a suite reads it (the pytest helper's way in);
+    every problem in one :class:`BenchmarkError` naming ``source``."""
+    problems = SuiteProblems(source)
+    traits = _assertion_traits("test", assertions, problems)
+    if problems.items:
+        raise BenchmarkError(source, problems.items, HINT)
+    return traits
 
 
 def _gates(data: dict[str, Any], grader_names: list[str], problems: SuiteProblems) -> list[str]:
@@ -219,14 +241,20 @@ def suite_document(benchmark: Benchmark) -> tuple[dict[str, Any], list[str]]:
 
     def assertions(rubric: Rubric | None, where: str) -> list[Any]:
         criteria: list[Any] = []
+        typed: list[Any] = []
         for trait in rubric.traits if rubric else []:
             if isinstance(trait, LLMTrait) and (trait.kind == "boolean" or trait.score_ranges) and trait.prompt is None:
                 criteria.append(criterion_entry(trait))
+            elif isinstance(trait, AssertionTrait):
+                typed.append(assertion_entry(trait))
+            elif isinstance(trait, RegexTrait):
+                typed.append(regex_entry(trait))
             else:
-                skipped.append(f"{where}: trait {trait.name!r} ({trait.trait_type} {getattr(trait, 'kind', '')}) has "
-                               "no suite form (a suite holds boolean criteria, 0-10 criteria with score_ranges, "
+                kind = f"{trait.trait_type} {getattr(trait, 'kind', '')}".strip()
+                skipped.append(f"{where}: trait {trait.name!r} ({kind}) has no suite form (a suite holds boolean "
+                               "criteria, 0-10 criteria with score_ranges, regex traits and assertions, "
                                "suite-wide graders and judges); left out")
-        return [{"type": "rubrics", "criteria": criteria}] if criteria else []
+        return ([{"type": "rubrics", "criteria": criteria}] if criteria else []) + typed
 
     doc: dict[str, Any] = {"name": benchmark.name}
     if benchmark.description:

@@ -163,6 +163,69 @@ class RegexTrait(_Trait):
         return value
 
 
+ASSERTIONS = ("contains", "icontains", "equals", "starts-with", "regex", "is-json", "json-schema", "max-length")
+"""promptfoo's deterministic assertions verify evaluates; each may be negated with ``not-`` (``not-contains``)."""
+JSON_ASSERTIONS = ("is-json", "json-schema")
+"""The assertions no regular expression states: evaluated by :mod:`verify.judging.deterministic`."""
+
+
+class AssertionTrait(RegexTrait):
+    """A promptfoo-style assertion (``contains: Paris``, ``regex: ^\\d+$``, ``is-json``, ...): a deterministic
+    true/false check like a regex trait, with no model call. Where a regular expression says the same
+    (every kind but ``is-json`` and ``json-schema``), ``pattern`` holds it and the trait is evaluated as
+    a regex trait; the assertion and its value are kept so a suite is written back as it was read."""
+
+    trait_type: Literal["assertion"] = "assertion"  # type: ignore[assignment]
+    assertion: str = Field(description="contains, icontains, equals, starts-with, regex, is-json, json-schema, "
+                                       "max-length; 'not-' before any negates it")
+    value: Any = Field(default=None, description="the text, pattern, length or JSON schema the assertion checks")
+
+    @property
+    def base(self) -> str:
+        """The assertion without its ``not-``."""
+        return self.assertion.removeprefix("not-")
+
+    @model_validator(mode="after")
+    def _derive_pattern(self) -> AssertionTrait:
+        base, value = self.base, self.value
+        if base not in ASSERTIONS:
+            raise ValueError(f"assertion {self.assertion!r} is not one of {', '.join(ASSERTIONS)} (or not-<one of them>)")
+        self.invert_result = self.assertion.startswith("not-")
+        self.case_sensitive = base != "icontains"
+        if base == "max-length":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"max-length needs a whole number of characters >= 0, got {value!r}")
+            self.pattern = rf"\A[\s\S]{{0,{value}}}\Z"
+        elif base == "json-schema":
+            if not isinstance(value, dict):
+                raise ValueError(f"json-schema needs a JSON schema (an object) as its value, got {type(value).__name__}")
+            _check_schema(value)
+        elif base == "is-json":
+            if value is not None:
+                raise ValueError("is-json takes no value; leave it out (use json-schema to check the shape)")
+        elif not isinstance(value, str) or (base != "equals" and not value):
+            raise ValueError(f"{self.assertion} needs text as its value, got {value!r}")
+        else:
+            self.pattern = {"regex": value, "equals": rf"\A{re.escape(value)}\Z",
+                            "starts-with": rf"\A{re.escape(value)}"}.get(base, re.escape(value))
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"regex {value!r} does not compile: {exc}") from None
+        return self
+
+
+def _check_schema(schema: dict[str, Any]) -> None:
+    try:
+        import jsonschema
+    except ImportError:
+        raise ValueError("json-schema assertions need the jsonschema package: pip install 'verify-judge[jsonschema]'") from None
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(f"json-schema: the schema is not valid: {exc.message}") from None
+
+
 class KindlessRating(NamedTuple):
     """How a callable's rating was stored when it had no ``kind`` property: its bounds, and the
     properties with defaults it lacked. karenina reads such a rating as boolean whatever its bounds
@@ -259,7 +322,7 @@ class SchemaJudgeTrait(_Trait):
 
 
 Trait = Annotated[
-    LLMTrait | RegexTrait | CallableTrait | MetricTrait | AgenticTrait | SchemaJudgeTrait,
+    LLMTrait | AssertionTrait | RegexTrait | CallableTrait | MetricTrait | AgenticTrait | SchemaJudgeTrait,
     Field(discriminator="trait_type"),
 ]
 

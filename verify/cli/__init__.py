@@ -41,7 +41,7 @@ from verify.cli.karenina import (
     resolve_resume,
 )
 from verify.cli.log_filter import install_log_filter, warn_once
-from verify.cli.suite_cmd import convert
+from verify.cli.suite_cmd import check_ci_files, convert, write_ci_files
 from verify.errors import RunInterrupted, UserError
 from verify.files import DEFAULT_MAX_INPUT_MB, input_limit, refuse_clobber
 
@@ -102,6 +102,9 @@ def verify(  # noqa: PLR0913 - one flag per karenina option, by design
     no_cache: Annotated[bool, Opt("--no-cache", help="do not read or write the response cache", rich_help_panel=RUN)] = False,
     cache_dir: Annotated[Path, Opt(help="response cache directory", rich_help_panel=RUN)] = Path(".verify-cache"),
     report_path: Annotated[Path | None, Opt("--report", help="also write the evidence page (HTML) of this run", rich_help_panel=RUN)] = None,
+    junit: Annotated[Path | None, Opt("--junit", help="also write a JUnit XML file for CI: a test case per task, failures with their traits and evidence, incomplete tasks as errors", rich_help_panel=RUN)] = None,
+    summary_md: Annotated[Path | None, Opt("--summary-md", help="also write a markdown summary for CI pages (e.g. $GITHUB_STEP_SUMMARY): pass rate, coverage, gates, failing tasks", rich_help_panel=RUN)] = None,
+    columns: Annotated[str | None, Opt(help="a CSV/JSONL dataset's column names, e.g. id=qid,question=prompt (names: id, question, expected_answer, answer, answering_model, assert)", rich_help_panel=RUN)] = None,
     gate: Annotated[list[str] | None, Opt("--gate", help='exit 4 unless EXPR holds, e.g. "pass_rate >= 0.9", "mean(clarity) >= 4" (repeatable)', rich_help_panel=RUN)] = None,
     fail_under: Annotated[float | None, Opt(min=0.0, max=1.0, help="exit 4 when the pass rate (of complete tasks) is below RATE (0-1): the gate 'pass_rate >= RATE'", rich_help_panel=RUN)] = None,
     min_coverage: Annotated[float, Opt(min=0.0, max=1.0, help="exit 5 when the share of evaluations judged is below RATE (0-1)", rich_help_panel=RUN)] = 1.0,
@@ -242,7 +245,8 @@ def _main(flags: dict[str, Any]) -> int:
         answers_source=answers_source,
         deadline=parse_duration(flags["deadline"]) if flags["deadline"] else None,
         code_time_limit=flags["code_time_limit"], log_calls=flags["log_calls"],
-        keep_results=False,  # the summary, gates, export and page never need every result in memory
+        # the summary, gates, export and page never need every result in memory; --junit/--summary-md list them
+        keep_results=flags.get("junit") is not None or flags.get("summary_md") is not None,
     )
     if picked is not None:
         options.question_ids = picked
@@ -280,6 +284,7 @@ def _main(flags: dict[str, Any]) -> int:
         raise UserError(f"--report {flags['report_path']} names the results file or an input of the run",
                         "give the page its own name, e.g. --report report.html")
     check_call_log(flags, options.output)
+    check_ci_files(flags, options.output, run_inputs(flags))
     if flags["report_path"] is not None:  # before any call: a finished run must not fail on its page
         from verify.report import is_report_page
 
@@ -306,8 +311,8 @@ def _main(flags: dict[str, Any]) -> int:
     if directory is not None:
         directory.finish("completed")
     from verify.results.report import render_summary
-
     render_summary(outcome)
+    write_ci_files(flags, outcome)  # before the exit code's checks: CI reads them most when a run fails
     if flags["report_path"] is not None and outcome.output is not None:
         typer.echo(f"report: {write_page([outcome.output], flags['report_path'], overwrite=flags['overwrite'])}")
     elif outcome.output is not None and outcome.output.suffix.lower() in (".json", ".jsonl"):

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the models load when a command runs, not for --help
     from verify.benchmark.jsonld import Benchmark
     from verify.benchmark.suite import Suite
 
-__all__ = ["convert", "open_suite", "suite_config"]
+__all__ = ["check_ci_files", "convert", "open_suite", "suite_config", "write_ci_files"]
 
 
 def open_suite(flags: dict[str, Any]) -> Suite | None:
@@ -37,7 +37,42 @@ def open_suite(flags: dict[str, Any]) -> Suite | None:
     path = flags.get("benchmark")
     if path is None or not is_suite_file(Path(path)):
         return None
-    return load_suite(path, allow_outside_paths=bool(flags.get("allow_outside_paths")))
+    from verify.benchmark.tabular import parse_columns
+
+    columns = parse_columns(flags.get("columns"))
+    if columns and Path(path).suffix.lower() not in (".csv", ".jsonl"):
+        raise UserError(f"--columns names the columns of a CSV or JSONL dataset, not of {Path(path).name}",
+                        "leave --columns out")
+    return load_suite(path, allow_outside_paths=bool(flags.get("allow_outside_paths")), columns=columns)
+
+
+def check_ci_files(flags: dict[str, Any], output: Path, inputs: list[Path]) -> None:
+    """Before the run: ``--junit`` and ``--summary-md`` name neither an input nor another output (the
+    results file and the page check their own clashes, with their own messages)."""
+    taken = {Path(p).resolve(): f"{option} {p}" for option, p in [*(("input", i) for i in inputs), ("--output", output),
+                                                             ("--report", flags.get("report_path"))] if p is not None}
+    for option in ("junit", "summary_md"):
+        path = flags.get(option)
+        if path is None:
+            continue
+        name = f"--{option.replace('_', '-')}"
+        if Path(path).resolve() in taken:
+            raise UserError(f"{name} {path} is the same file as {taken[Path(path).resolve()]}",
+                            "give each output its own file name")
+        taken[Path(path).resolve()] = f"{name} {path}"
+
+
+def write_ci_files(flags: dict[str, Any], outcome: Any) -> None:
+    """``--junit`` and ``--summary-md``: written after every run, replacing an earlier run's (CI reruns)."""
+    name = flags.get("run_name") or (Path(flags["benchmark"]).stem if flags.get("benchmark") else "verify")
+    if flags.get("junit") is not None:
+        from verify.results.junit import write_junit
+
+        typer.echo(f"junit: {write_junit(flags['junit'], outcome.results, outcome.summary, name)}")
+    if flags.get("summary_md") is not None:
+        from verify.results.markdown import write_summary_markdown
+
+        typer.echo(f"summary: {write_summary_markdown(flags['summary_md'], outcome.results, outcome.summary, name)}")
 
 
 def suite_config(suite: Suite, config: Any, flags: dict[str, Any]) -> Any:

@@ -9,6 +9,10 @@ is ``unscored`` with the reason. :func:`eval_callable` runs source text where it
 calls it in a worker, under a time limit (``verify.sandbox.calls.run_callable``). Values are scored
 as karenina's ``CallableRubricTrait.evaluate`` scores them (:func:`score_callable`).
 
+Assertion traits (``contains``, ``regex``, ``is-json``, ...) are regex traits where a pattern states them;
+``is-json`` and ``json-schema`` parse the answer here (:func:`eval_assertion`), the schema checked by the
+``jsonschema`` library (the ``jsonschema`` extra).
+
 Regex traits keep ``re``'s semantics but match with the ``regex`` package (its default V0 syntax is
 ``re``'s), for its ``timeout``: a pattern that backtracks for hours raises :class:`CodeTimeout`.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 import ast
 import base64
 import binascii
+import json
 import math
 import re
 from collections.abc import Callable
@@ -26,7 +31,7 @@ from typing import Any
 
 import regex
 
-from verify.benchmark.traits import CallableTrait, MetricTrait, RegexTrait
+from verify.benchmark.traits import JSON_ASSERTIONS, AssertionTrait, CallableTrait, MetricTrait, RegexTrait
 from verify.results.models import Score
 from verify.templates.time_limit import CodeTimeout
 
@@ -41,15 +46,46 @@ class Verdict:
 
 
 def eval_regex(trait: RegexTrait, text: str, timeout: float | None = None) -> Verdict:
-    """``re.search`` semantics, stopped after ``timeout`` seconds (CodeTimeout). Blocking: call it
+    """An assertion trait that no pattern states is evaluated by :func:`eval_assertion` instead.
+    ``re.search`` semantics, stopped after ``timeout`` seconds (CodeTimeout). Blocking: call it
     off the event loop (the ``regex`` package releases the GIL while matching)."""
+    if isinstance(trait, AssertionTrait) and trait.base in JSON_ASSERTIONS:
+        return eval_assertion(trait, text)
     re.compile(trait.pattern)  # an invalid pattern fails as it always did, with re's error
     flags = 0 if trait.case_sensitive else regex.IGNORECASE
     try:
-        found = regex.search(trait.pattern, text, flags, timeout=timeout) is not None
+        match = regex.search(trait.pattern, text, flags, timeout=timeout)
     except TimeoutError:
         raise CodeTimeout(f"regex timed out after {timeout:g} s") from None
-    return Verdict(score=found != trait.invert_result)
+    reason = _evidence(trait, text, match) if isinstance(trait, AssertionTrait) else None
+    return Verdict(score=(match is not None) != trait.invert_result, reason=reason)
+
+
+def _evidence(trait: AssertionTrait, text: str, match: regex.Match[str] | None) -> str:
+    """What an assertion saw, for the reason a failing one shows (JUnit, the summary, the pytest helper)."""
+    if trait.base == "max-length":
+        return f"{len(text)} characters (at most {trait.value})"
+    if match is None:
+        return f"not found in the answer ({len(text)} characters)"
+    return f"found {match.group(0)[:120]!r} at character {match.start()}"
+
+
+def eval_assertion(trait: AssertionTrait, text: str) -> Verdict:
+    """``is-json``: the answer parses as JSON; ``json-schema``: and validates against the schema. The
+    reason names the first problem, so a failing assertion says why (``not-`` inverts the score only)."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return Verdict(score=trait.invert_result, reason=f"the answer is not JSON: {exc}")
+    if trait.base == "is-json":
+        return Verdict(score=not trait.invert_result)
+    import jsonschema  # the trait checked at load that it is installed
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(trait.value).iter_errors(data))
+    if error is None:
+        return Verdict(score=not trait.invert_result)
+    where = "/".join(str(p) for p in error.absolute_path) or "the top level"
+    return Verdict(score=trait.invert_result, reason=f"at {where}: {error.message}")
 
 
 _SAFE_BUILTINS = {

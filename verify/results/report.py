@@ -9,7 +9,14 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from verify.benchmark.traits import CallableTrait, LLMTrait, MetricTrait, RegexTrait, SchemaJudgeTrait
+from verify.benchmark.traits import (
+    AssertionTrait,
+    CallableTrait,
+    LLMTrait,
+    MetricTrait,
+    RegexTrait,
+    SchemaJudgeTrait,
+)
 from verify.config.deep_judgment import resolve_trait
 from verify.errors import ConfigError
 from verify.judging.deterministic import is_pickled
@@ -35,6 +42,8 @@ def trait_kind(trait: object) -> str:
         return "llm/grader (0-1)" if trait.prompt is not None else f"llm/{trait.kind}"
     if isinstance(trait, SchemaJudgeTrait):
         return f"schema_judge/{trait.judge.output_parsing_mode}"
+    if isinstance(trait, AssertionTrait):
+        return f"assertion/{trait.assertion}"
     for cls, name in ((RegexTrait, "regex"), (CallableTrait, "callable"), (MetricTrait, "metric")):
         if isinstance(trait, cls):
             return name

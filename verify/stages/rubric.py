@@ -202,7 +202,7 @@ async def code_outcome(trait: RegexTrait | CallableTrait, answer: str, question_
                             unscored_category="code")
     if verdict.score is None:
         return TraitOutcome(status="unscored", reason=verdict.reason, unscored_category="code")
-    return TraitOutcome(status="scored", score=verdict.score, label=verdict.label)
+    return TraitOutcome(status="scored", score=verdict.score, label=verdict.label, reason=verdict.reason)
 
 
 def standard_calls(config: VerificationConfig, judge: ChatModel, question: Any, answer: str, traits: list[LLMTrait],
