@@ -147,9 +147,22 @@ def undocumented() -> list[str]:
     return missing
 
 
+def top_help() -> str:
+    """What ``verify --help`` prints at 80 columns or more (click wraps at 80 at most): the text
+    ``verify/help.txt`` holds (see ``verify/__main__.py``), rendered by the CLI in a process of its own."""
+    import os
+    import subprocess
+
+    code = "import sys; sys.argv = ['verify', '--help']; from verify.cli import main; main()"
+    env = {**os.environ, "COLUMNS": "120"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    return done.stdout
+
+
 def pages() -> dict[Path, str]:
     module = sys.modules[__name__]
-    return {HERE / "reference" / page: getattr(module, maker)() for page, maker in PAGES.items()}
+    made = {HERE / "reference" / page: getattr(module, maker)() for page, maker in PAGES.items()}
+    return {**made, HERE.parent / "verify" / "help.txt": top_help()}
 
 
 if __name__ == "__main__":

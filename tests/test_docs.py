@@ -135,7 +135,8 @@ def test_every_flag_the_docs_name_is_an_option() -> None:
     named -= {"--no"}  # "--no-..." = negation
     # Other programs' options the docs name: click's, mkdocs build, the simulated server, the benchmarks.
     named -= {"--help", "--strict", "--port", "--latency-ms", "--only", "--quick", "--calls",
-                 "--capacity", "--latency-cv", "--over-capacity"}
+                 "--capacity", "--latency-cv", "--over-capacity",
+                 "--verify-preset", "--verify-suite"}  # the last two: the pytest plugin's (pytest's command line)
     assert len(named) > 60 and sorted(named - options) == []
 
 
@@ -188,3 +189,19 @@ def test_the_tables_name_what_the_code_has() -> None:
     assert _first_column("agents.md", "Revise until satisfied (deepagents)") == list(get_args(Status))
     shipped = sorted(p.stem for p in (ROOT / "verify" / "config" / "presets").glob("*.json"))
     assert sorted(_first_column("presets.md", "Shipped presets")) == shipped
+
+
+def test_top_level_help_is_printed_without_importing_typer() -> None:
+    import subprocess
+    import sys
+
+    code = ("import atexit, sys; sys.argv = ['verify', '--help']; atexit.register(lambda: print('typer' in "
+            "sys.modules, 'pydantic' in sys.modules, file=sys.stderr)); from verify.__main__ import main; main()")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**__import__("os").environ, "COLUMNS": "100"})
+    assert done.stdout == (ROOT / "verify" / "help.txt").read_text(encoding="utf-8")
+    assert done.stderr.split() == ["False", "False"]
+    # anything else goes to the CLI (and a narrow terminal gets the app's own rendering)
+    narrow = subprocess.run([sys.executable, "-c", code.replace("['verify', '--help']", "['verify', 'run', '--help']")],
+                            capture_output=True, text=True, check=True)
+    assert "--deep-judgment-rubric-mode" in narrow.stdout and narrow.stderr.split() == ["True", "True"]
