@@ -144,3 +144,31 @@ async def test_redirects_and_proxies_go_through_httpx(monkeypatch: pytest.Monkey
     assert pool("http://judge.example:8000/v1/").proxied
     monkeypatch.setenv("NO_PROXY", "judge.example")
     assert not pool("http://judge.example:8000/v1/").proxied
+
+
+async def test_a_request_the_server_drops_is_sent_at_most_twice_however_many_connections_are_idle() -> None:
+    # 8 idle connections; then the server reads each request and closes without replying (a crash, a
+    # proxy dropping it): the request must not be resent once per idle connection (each may be billed)
+    async with crafted(lambda n, r: ok() if n <= 8 else None) as (url, requests, _accepted):
+        p = pool(url)
+        await asyncio.gather(*(p.post("x", b"{}", {}) for _ in range(8)))
+        assert len(p.connections) == 8
+        with pytest.raises(httpx.RemoteProtocolError):
+            await p.post("x", b"{}", {})
+        await p.aclose()
+    assert len(requests) == 8 + 2  # once on an idle connection, once on a new one
+
+
+async def test_a_gzipped_error_reply_keeps_its_status_and_retry_after() -> None:
+    import gzip
+
+    body = gzip.compress(b'{"error": {"message": "slow down"}}')
+    reply = (b"HTTP/1.1 429 Too Many Requests\r\nContent-Encoding: gzip\r\nRetry-After: 3\r\n"
+             + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    async with crafted(lambda n, r: reply) as (url, _requests, _accepted):
+        p = pool(url)
+        answer = await p.post("x", b"{}", {})
+        await p.aclose()
+    response = answer.response()  # what the adapter raises with: must not decode the body twice
+    assert (response.status_code, response.headers["retry-after"]) == (429, "3")
+    assert json.loads(response.content) == {"error": {"message": "slow down"}}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import urllib.request
 import zlib
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ __all__ = ["ConnectionPool", "HttpReply"]
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _MAX_HEADER_BYTES = 1 << 16
 _FRAMING = frozenset({"content-length", "transfer-encoding", "connection"})  # ours to set, per request
+_ENCODED = frozenset({"content-encoding", "content-length", "transfer-encoding"})  # describe the body as sent
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ class _Connection:
             raise httpx.RemoteProtocolError("the server closed the connection without a complete reply") from exc
         except asyncio.LimitOverrunError as exc:
             raise httpx.RemoteProtocolError("the reply's headers are too long") from exc
-        except ConnectionError as exc:
+        except (ConnectionError, ssl.SSLError) as exc:  # a TLS read error is a broken connection too
             if reused:
                 raise _Stale from exc
             raise httpx.ReadError(str(exc) or type(exc).__name__) from exc
@@ -119,7 +121,12 @@ class _Connection:
         keep = keep and framed  # a body that ends with the connection leaves none to reuse
         encoding = fields.get("content-encoding", "").lower()
         if encoding in ("gzip", "deflate"):  # we ask for none; a server may send it anyway
-            body = zlib.decompress(body, 47)  # 47: gzip or zlib header, detected
+            try:
+                body = zlib.decompress(body, 47) if body else body  # 47: gzip or zlib header, detected
+            except zlib.error as exc:
+                raise httpx.DecodingError(f"a {encoding} reply that does not decompress: {exc}") from None
+            # the body is decoded now: an httpx.Response built from it (errors) must not decode it again
+            headers = [(name, value) for name, value in headers if name not in _ENCODED]
         return _Answer(status, tuple(headers), body, keep)
 
     async def _body(self, status: int, fields: Mapping[str, str]) -> bytes:
@@ -140,7 +147,7 @@ class _Connection:
             return await reader.read()  # framed by the end of the connection
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
             raise httpx.RemoteProtocolError(f"the reply's body is cut short or malformed ({exc})") from exc
-        except ConnectionError as exc:
+        except (ConnectionError, ssl.SSLError) as exc:  # a TLS read error is a broken connection too
             raise httpx.ReadError(str(exc) or type(exc).__name__) from exc
 
 
@@ -193,15 +200,23 @@ class ConnectionPool:
         return reply
 
     async def _send(self, request: bytes) -> _Answer:
-        while True:
-            connection, reused = self._take()
+        connection, reused = self._take()
+        for fresh in (False, True):
             if connection is None:
                 connection = await self._open()
             try:
                 answer = await connection.exchange(request, reused)
             except _Stale:
                 self._drop(connection)
-                continue  # the server closed it while it was idle: the request never arrived
+                if fresh or self.is_closed:
+                    raise httpx.RemoteProtocolError("the server closed the connection without replying") from None
+                # a reused connection the server closed while idle (the request never arrived): once
+                # more on a new connection, never on another idle one, which may have gone stale with it
+                for idle in self._idle:
+                    self._drop(idle)
+                self._idle.clear()
+                connection, reused = None, False
+                continue
             except BaseException:
                 self._drop(connection)  # the server sees the client go
                 raise
@@ -210,6 +225,7 @@ class ConnectionPool:
             else:
                 self._drop(connection)
             return answer
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
     def _take(self) -> tuple[_Connection | None, bool]:
         while self._idle:
