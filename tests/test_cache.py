@@ -277,3 +277,22 @@ def test_different_failures_are_each_reported(tmp_path: Path, caplog: pytest.Log
         "response cache: 2 more read failures like the above (disk I/O error)",
         "response cache: 2 more write failures like the above (disk I/O error)",
     ]
+
+
+async def test_a_reply_echoing_a_credential_is_not_kept(tmp_path: Path) -> None:
+    from verify.secrets import clear_secrets, register_secrets
+
+    secret = "sk-live-0123456789abcdefghijklmnop"
+    register_secrets([secret])
+    try:
+        inner = EchoModel()
+        path = tmp_path / "cache.sqlite"
+        model = CachedModel(inner, ResponseCache(path))
+        first = await model.complete(req(f"the key is {secret}"))
+        second = await model.complete(req(f"the key is {secret}"))
+        assert secret in first.text and inner.calls == 2 and not second.cached  # asked again, never replayed masked
+        await model.complete(req("plain"))
+        assert (await model.complete(req("plain"))).cached  # other replies are kept as before
+        assert secret.encode() not in path.read_bytes()
+    finally:
+        clear_secrets()

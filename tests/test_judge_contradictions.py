@@ -377,3 +377,13 @@ async def test_quotes_keep_the_stance_the_judge_gave_and_the_prompt_asks_it_of_y
     assert [e.supports for e in excerpts] == ["fails", "fails"]
     asked = {r.trait: '"supports"' in prompt_of(r) for r in judge.for_purpose(Purpose.DJ_EXCERPTS)}
     assert asked["gives_numbers"] is True and asked["clarity"] is False
+
+
+@pytest.mark.parametrize("strategy", ["per_trait", "batched"])
+async def test_a_class_label_with_nothing_relevant_is_no_contradiction(strategy: str) -> None:
+    # "nothing bears on the register" and then a class: a label claims nothing is present, so it agrees
+    judge = ScriptedModel(nothing_relevant("register"))
+    state, _ = await run(judge, strategy)
+    assert outcomes(state)["register"][0] == "scored"
+    purpose = Purpose.DJ_SCORE if strategy == "per_trait" else Purpose.DJ_BATCH_SCORE
+    assert not any("contradicts your own evidence" in prompt_of(r) for r in judge.for_purpose(purpose))

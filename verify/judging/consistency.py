@@ -61,8 +61,8 @@ def ungrounded_verdict(trait: LLMTrait, score: Score) -> str | None:
         if not absence and score is True:
             return ("you found no passage that bears on the trait, yet your verdict says the response meets it")
         return None
-    if absence:
-        return None
+    if absence or trait.kind == "literal":
+        return None  # a class label claims nothing is present in the response: any class agrees with no evidence
     if trait.kind == "score" and score == trait.min_score:
         return None  # the lowest score says the criterion is not met at all: consistent with no evidence
     return ("you found no passage that bears on the trait, yet your verdict is above the lowest level, "

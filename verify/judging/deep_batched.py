@@ -35,7 +35,7 @@ from verify.judging.batched_prompts import (
     trait_keys,
     verdicts_reply,
 )
-from verify.judging.consistency import not_reasoning, opposed_verdict, ungrounded_verdict
+from verify.judging.consistency import evidence_block, not_reasoning, opposed_verdict, ungrounded_verdict
 from verify.judging.deep_fallback import fall_back
 from verify.judging.deep_judgment import RISK_ORDER, TraitContext, TraitJudgment
 from verify.judging.excerpts import validate_excerpts
@@ -269,10 +269,9 @@ def _conclude(result: TraitJudgment, trait: LLMTrait, item: dict[str, Any], outc
         if trait.name not in rounds.contradicted and not last:
             rounds.contradicted.add(trait.name)
             rounds.again.add(trait.name)
-            evidence = ("quotes " + "; ".join(f"[E{i}] {e.supports}" for i, e in enumerate(result.excerpts, 1))
-                        if result.excerpts else "no passage of the response bears on this trait")
+            evidence = evidence_block(result.excerpts).replace("\n", "; ")
             rounds.problems.append(f"- {trait.name}: your verdict contradicts your own evidence: {problem}. Its "
-                                   f"evidence: {evidence}. Give a verdict that agrees with it.")
+                                   f"evidence: {evidence} Give a verdict that agrees with it.")
         return
     result.label_read_as = outcome.label_read_as
     result.status, result.score, result.label = "scored", outcome.score, outcome.label

@@ -109,6 +109,8 @@ class ResponseCache:
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         blob = _blob(value)
+        if blob is None:
+            return
         try:
             with self._lock:
                 self._conn.execute("BEGIN IMMEDIATE")
@@ -128,6 +130,8 @@ class ResponseCache:
     def delete(self, key: str, value: dict[str, Any]) -> None:
         """Delete ``key`` only while it still holds ``value`` (another call may have replaced it)."""
         blob = _blob(value)
+        if blob is None:
+            return
         try:
             with self._lock:
                 self._conn.execute("DELETE FROM replies WHERE key = ? AND value = ?", (key, blob))
@@ -209,10 +213,13 @@ class CachedModel:
         return reply
 
 
-def _blob(value: dict[str, Any]) -> str:
-    """What the cache stores for ``value``: credentials a model echoed are masked in the values, like every
-    other file verify writes (a rerun from the cache shows the masked text the first run's results showed)."""
-    return json.dumps(mask_data(value), ensure_ascii=False, sort_keys=True)
+def _blob(value: dict[str, Any]) -> str | None:
+    """What the cache stores for ``value``, or None when it holds a credential: a reply that echoes one is
+    not kept (stored masked, a rerun from the cache would quote text the answer does not hold; in clear,
+    the cache would leak it), so it is asked again next time."""
+    if mask_data(value) != value:
+        return None
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def _record(reply: ChatReply) -> dict[str, Any]:
