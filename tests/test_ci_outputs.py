@@ -89,6 +89,12 @@ def test_cli_writes_both_files_and_refuses_clashes(tmp_path: Path) -> None:
     assert again.exit_code == 0, again.output
     clash = CliRunner().invoke(app, [*args, "--overwrite", "--junit", str(tmp_path / "r.json")])
     assert clash.exit_code == 1 and "--junit" in clash.output and "same file as --output" in clash.output
+    log = CliRunner().invoke(app, [*args, "--overwrite", "--log-calls", str(tmp_path / "c.jsonl"),
+                                   "--junit", str(tmp_path / "c.jsonl")])
+    assert log.exit_code == 1 and "same file as --log-calls" in log.output
+    nested = tmp_path / "build" / "test-results" / "verify.xml"  # a folder CI has not made yet
+    made = CliRunner().invoke(app, [*args, "--overwrite", "--junit", str(nested)])
+    assert made.exit_code == 0 and nested.is_file(), made.output
 
 
 def test_a_failing_criterion_shows_the_judges_reasoning_and_quotes() -> None:
@@ -104,3 +110,11 @@ def test_a_failing_criterion_shows_the_judges_reasoning_and_quotes() -> None:
     assert '    quote: "Bananas are yellow."' in text
     with pytest.raises(AssertionError, match="quote: \"Apples grow on trees.\""):
         judge.assert_passes("Bananas are yellow. Apples grow on trees.", criteria=["Names Paris as the capital"])
+
+
+def test_the_markdown_headline_never_says_passed_without_a_rule_or_with_a_failed_gate() -> None:
+    from verify.results.markdown import summary_markdown
+    from verify.results.summary import Summary
+
+    assert "**nothing ran**" in summary_markdown([], Summary(), "x")
+    assert "**passed**" not in summary_markdown([], Summary(gates=["pass_rate >= 0.9"]), "x")

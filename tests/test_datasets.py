@@ -125,6 +125,15 @@ def test_jsonl_with_renamed_columns_answers_per_model_and_metadata(tmp_path: Pat
     assert isinstance(agrees, LLMTrait) and agrees.include_ground_truth and agrees.required
 
 
+def test_a_repeated_id_with_other_assertions_is_refused_not_merged(tmp_path: Path) -> None:
+    path = tmp_path / "data.csv"
+    path.write_text("id,question,assert,answer,answering_model\nq1,Capital?,contains:Paris,Paris,m1\n"
+                    "q1,Capital?,contains:Lyon,Lyon is it,m2\n")
+    with pytest.raises(BenchmarkError) as caught:
+        load_suite(path)
+    assert "id 'q1' is also in" in str(caught.value) and "assertions" in str(caught.value)
+
+
 def test_dataset_errors_name_file_row_line_and_column(tmp_path: Path) -> None:
     path = tmp_path / "bad.csv"
     path.write_text('id,question,assert\na,"Two\nlines",contains:x\na,Again,contains:y\nb,,contains:z\n'

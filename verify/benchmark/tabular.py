@@ -92,9 +92,10 @@ def load_table(path: Path, columns: dict[str, str] | None = None) -> Table:
             continue
         if question.id in seen:  # the same question again: another model's answer, else a mistake
             first, earlier = seen[question.id]
-            if earlier.text != question.text or earlier.raw_answer != question.raw_answer:
+            if (earlier.text, earlier.raw_answer, earlier.rubric) != (question.text, question.raw_answer, question.rubric):
                 problems.add(row.where, f"column {names['id']!r}: id {question.id!r} is also in {first} with another "
-                             "question or expected answer; ids must be unique")
+                             "question, expected answer or assertions; ids must be unique (a row repeats an id only "
+                             "to give another answering model's answer)")
             continue
         seen[question.id] = (row.where, question)
         table.questions.append(question)

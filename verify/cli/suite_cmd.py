@@ -49,8 +49,13 @@ def open_suite(flags: dict[str, Any]) -> Suite | None:
 def check_ci_files(flags: dict[str, Any], output: Path, inputs: list[Path]) -> None:
     """Before the run: ``--junit`` and ``--summary-md`` name neither an input nor another output (the
     results file and the page check their own clashes, with their own messages)."""
-    taken = {Path(p).resolve(): f"{option} {p}" for option, p in [*(("input", i) for i in inputs), ("--output", output),
-                                                             ("--report", flags.get("report_path"))] if p is not None}
+    from verify.results.lock import lock_path
+    from verify.results.store import progress_path
+
+    named = [*(("input", i) for i in inputs), ("--output", output), ("the run's progress file", progress_path(output)),
+             ("the run's lock", lock_path(output)), ("--report", flags.get("report_path")),
+             ("--log-calls", flags.get("log_calls"))]
+    taken = {Path(p).resolve(): f"{option} {p}" for option, p in named if p is not None}
     for option in ("junit", "summary_md"):
         path = flags.get(option)
         if path is None:
@@ -60,19 +65,28 @@ def check_ci_files(flags: dict[str, Any], output: Path, inputs: list[Path]) -> N
             raise UserError(f"{name} {path} is the same file as {taken[Path(path).resolve()]}",
                             "give each output its own file name")
         taken[Path(path).resolve()] = f"{name} {path}"
+        try:  # the folder now, not after the run: a finished run must not fail on its CI file
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"{name} {path}: cannot create its folder ({exc.strerror or exc})",
+                            "give a path in a folder you can write to") from None
 
 
 def write_ci_files(flags: dict[str, Any], outcome: Any) -> None:
     """``--junit`` and ``--summary-md``: written after every run, replacing an earlier run's (CI reruns)."""
     name = flags.get("run_name") or (Path(flags["benchmark"]).stem if flags.get("benchmark") else "verify")
-    if flags.get("junit") is not None:
-        from verify.results.junit import write_junit
+    try:
+        if flags.get("junit") is not None:
+            from verify.results.junit import write_junit
 
-        typer.echo(f"junit: {write_junit(flags['junit'], outcome.results, outcome.summary, name)}")
-    if flags.get("summary_md") is not None:
-        from verify.results.markdown import write_summary_markdown
+            typer.echo(f"junit: {write_junit(flags['junit'], outcome.results, outcome.summary, name)}")
+        if flags.get("summary_md") is not None:
+            from verify.results.markdown import write_summary_markdown
 
-        typer.echo(f"summary: {write_summary_markdown(flags['summary_md'], outcome.results, outcome.summary, name)}")
+            typer.echo(f"summary: {write_summary_markdown(flags['summary_md'], outcome.results, outcome.summary, name)}")
+    except OSError as exc:
+        raise UserError(f"cannot write {exc.filename or 'a CI file'}: {exc.strerror or exc}; the results are in "
+                        f"{outcome.output}", "fix the path or free space, then rerun with the same flags") from None
 
 
 def suite_config(suite: Suite, config: Any, flags: dict[str, Any]) -> Any:

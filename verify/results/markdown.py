@@ -30,7 +30,10 @@ def _cell(text: str, limit: int = 300) -> str:
 def summary_markdown(results: Sequence[VerificationResult], summary: Summary, name: str) -> str:
     s = summary
     lines = [f"## verify: {name}", ""]
-    verdict = "passed" if s.failed == 0 and s.incomplete == 0 and s.errors == 0 else "did not pass"
+    clean = s.failed == 0 and s.incomplete == 0 and s.errors == 0 and all(g.passed for g in s.gate_results())
+    # "passed" only when a rule said so for every task and every gate held: nothing passes without a rule
+    verdict = ("nothing ran" if s.total == 0 else "no pass rule" if not s.has_pass_rule
+               else "passed" if clean and s.passed > 0 else "did not pass")
     lines.append(f"**{verdict}**: {s.total} task(s): {s.passed} passed, {s.failed} failed, "
                  f"{s.incomplete} incomplete, {s.judged_tasks} judged without a pass rule")
     lines += ["", f"- **pass rate**: {s.pass_rate_text()}", f"  ({PASS_RULE})", f"- **coverage**: {s.coverage_line()}"]

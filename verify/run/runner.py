@@ -269,7 +269,7 @@ async def _run(  # noqa: PLR0915 - one loop with its stop paths, kept together o
         await _cancel(running)
         if writer:
             writer.close()  # flush what finished before reading it back
-        finished = list(latest_results(progress_file)) if progress_file else list(kept.values())
+        finished = (list(latest_results(progress_file)) if progress_file else list(kept.values())) if options.keep_results else []
         which = "--deadline" if options.deadline == limit else "batch_timeout_seconds"
         raise RunStopped(
             f"the run reached {which}={limit:g} s: {resumed + len(ran_keys)} task(s) finished{saved}",
