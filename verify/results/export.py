@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import sys
 import tempfile
 import time
 import uuid
@@ -206,7 +207,7 @@ def _read(path: Path) -> str:
 def is_export(path: Path) -> bool:
     """Whether ``path`` starts the way verify's exports start (JSON, JSONL or CSV)."""
     try:
-        check_input_file(path)
+        check_input_file(path, limit=sys.maxsize)  # only its first line is read here: the size is checked on loading
         with path.open("r", encoding="utf-8") as handle:
             first = handle.readline()
     except (OSError, UnicodeDecodeError, JsonProblem):
