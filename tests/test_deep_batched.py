@@ -298,7 +298,7 @@ async def test_an_ungrounded_presence_verdict_is_sent_back_once_then_unscored_as
     assert outcome.reason is not None and outcome.reason.startswith(CONTRADICTION) and outcome.raw_reply
     calls = judge.for_purpose(Purpose.DJ_BATCH_SCORE)
     assert len(calls) == 2 and "gives_numbers: your verdict contradicts your own evidence" in calls[1].messages[-1].content
-    assert "no passage of the response bears on this trait" in calls[1].messages[-1].content
+    assert "no passage of the response bears on this trait" in calls[1].messages[-1].content.lower()
     assert state.deep_judgment_rubric.traits_without_valid_excerpts == []
     assert state.failure is None  # the answer is not blamed for the judge's contradiction
 
