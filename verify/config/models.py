@@ -23,6 +23,7 @@ __all__ = [
     "Interface",
     "ModelConfig",
     "RetryPolicy",
+    "uses_template",
 ]
 
 DEFAULT_ANSWERING_SYSTEM_PROMPT = "You are an expert assistant. Answer the question accurately and concisely."
@@ -45,6 +46,12 @@ Interface = Literal[
 INTERFACES: tuple[str, ...] = get_args(Interface)
 _PROVIDER_REQUIRED = frozenset({"langchain", "langchain_deep_agents"})
 DEEP_AGENT_INTERFACES = frozenset({"claude_agent_sdk", "langchain_deep_agents"})
+
+
+def uses_template(evaluation_mode: str) -> bool:
+    """Whether an ``evaluation_mode`` runs the answer template stages (everything but ``rubric_only``)."""
+    return evaluation_mode != "rubric_only"
+
 
 
 FORBID = ConfigDict(extra="forbid")

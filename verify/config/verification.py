@@ -4,19 +4,18 @@
 unchanged) plus fields of ours (``deep_judgment_rubric_search_enabled``, ``trust_checkpoint_code``).
 Cross-field rules are ``model_validator(mode="after")`` checks that report every problem at once,
 each with the field it concerns and how to fix it. Precedence, as in karenina: field defaults <
-karenina's environment variables (:mod:`verify.config.environment`) < preset < explicit overrides.
-karenina's config methods (``from_preset``, ``save_preset``, few-shot getters) are in :mod:`verify.config.compat`.
+karenina's environment variables (:mod:`verify.config.environment`) < preset < explicit overrides. karenina's
+config methods (``from_preset``, ``save_preset``, few-shot getters) are in :mod:`verify.config.compat`.
 
 ``VerificationConfig.from_overrides`` keeps karenina's keyword names (``abstention``,
 ``async_workers``, ``deep_judgment_rubric_search``, ...) and also takes any field name. ``None``
 means "not given", so an unset CLI flag never overwrites a preset value.
 
 The parts live in their own modules and are re-exported here, so ``from verify.config.verification import X``
-works for all of them: :mod:`verify.config.models` (models, interfaces, retries, default
-prompts), :mod:`verify.config.prompts` (few-shot, prompts), :mod:`verify.config.deep_judgment` (rubric deep
-judgment, search tools), :mod:`verify.config.overrides` (``from_overrides`` keywords),
-:mod:`verify.config.report` (dumps, warnings) and :mod:`verify.errors` (problems and how
-they are shown).
+works for all of them: :mod:`verify.config.models` (models, interfaces, retries, default prompts),
+:mod:`verify.config.prompts` (few-shot, prompts), :mod:`verify.config.deep_judgment` (rubric deep judgment,
+search tools), :mod:`verify.config.overrides` (``from_overrides`` keywords), :mod:`verify.config.report`
+(dumps, warnings) and :mod:`verify.errors` (problems and how they are shown).
 """
 
 from __future__ import annotations
@@ -52,6 +51,7 @@ from verify.config.models import (
     ErrorPatternConfig,
     ModelConfig,
     RetryPolicy,
+    uses_template,
 )
 from verify.config.overrides import MODEL_OVERRIDES, OVERRIDE_ALIASES, apply_model_overrides, model_dict
 from verify.config.prompts import FewShotConfig, PromptConfig
@@ -326,7 +326,7 @@ class VerificationConfig(KareninaConfigMethods, BaseModel):
     @property
     def template_enabled(self) -> bool:
         """True when ``evaluation_mode`` includes the answer template stages."""
-        return self.evaluation_mode != "rubric_only"
+        return uses_template(self.evaluation_mode)
 
     @property
     def rubric_search_may_run(self) -> bool:

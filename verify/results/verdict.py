@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from verify.config.models import uses_template
 from verify.errors import fixable_reason
 from verify.results.models import (
     Coverage,
@@ -35,7 +36,6 @@ OUTCOMES: tuple[Verdict, ...] = ("passed", "judged", "failed", "incomplete")
 """Every outcome a task can have, in the order the summary and the progress bar show them."""
 NO_PASS_RULE = "no pass rule"
 """What the summary, the page and the exports show instead of a pass rate when no task had a rule."""
-_TEMPLATE_MODES = frozenset({"template_only", "template_and_rubric"})
 
 JUDGED_FAILURE_GROUPS = frozenset({"content", "autofail", "abstained"})
 """Failure groups that are verdicts about the answer; the others (system, retry) mean it was not judged."""
@@ -128,7 +128,7 @@ def pass_rule_of(template_planned: bool, rubric: RubricSection | None) -> bool:
 
 def has_pass_rule(result: VerificationResult) -> bool:
     """:func:`pass_rule_of` for a saved result."""
-    return pass_rule_of(result.metadata.evaluation_mode in _TEMPLATE_MODES, result.rubric)
+    return pass_rule_of(uses_template(result.metadata.evaluation_mode), result.rubric)
 
 
 def outcome_of(result: VerificationResult) -> Verdict:
