@@ -118,3 +118,14 @@ def test_the_markdown_headline_never_says_passed_without_a_rule_or_with_a_failed
 
     assert "**nothing ran**" in summary_markdown([], Summary(), "x")
     assert "**passed**" not in summary_markdown([], Summary(gates=["pass_rate >= 0.9"]), "x")
+
+
+def test_a_suite_test_without_an_output_is_not_judged_on_a_made_up_answer(tmp_path: Path) -> None:
+    from verify.errors import UserError
+    from verify.testing import Judge
+
+    path = tmp_path / "s.csv"
+    path.write_text("id,question,assert\nq1,Capital of France?,contains:Paris\n")
+    with pytest.raises(UserError, match="'q1' has no recorded output"):
+        Judge().check_test(path, "q1")
+    assert Judge().check_test(path, "q1", answer="Paris.").passed

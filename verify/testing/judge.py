@@ -95,6 +95,11 @@ class Judge:
             raise UserError(f"{suite.benchmark.source}: no test {test_id!r}", f"use one of: {', '.join(ids[:10])}")
         if answer is None:
             answer = (suite.answers.get("*") or next(iter(suite.answers.values()), {})).get(test_id)
+        if answer is None and all(m.interface == "simulated" for m in self.config.answering_models):
+            # the offline answerer only echoes the question: judging that would pass or fail a made-up answer
+            raise UserError(f"{suite.benchmark.source}: test {test_id!r} has no recorded output to judge",
+                            "give the test an output in the suite, pass answer=..., or a preset with a real "
+                            "answering model (--verify-preset)")
         return self._run(suite.benchmark, test_id, answer)
 
     def assert_passes(self, answer: str, **kwargs: Any) -> Judgment:
