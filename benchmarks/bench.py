@@ -36,6 +36,7 @@ if __package__ in (None, ""):
 import benchgen as gen  # noqa: E402
 from bench_startup import section_startup, section_throughput  # noqa: E402
 from benchgen import Counted, generated_benchmark, make_config, server_process, simulated  # noqa: E402
+from machine import memory_mb  # noqa: E402
 
 from verify.results.models import VerificationResult  # noqa: E402
 from verify.run.runner import run_verification  # noqa: E402
@@ -292,25 +293,11 @@ def section_overhead(s: Settings, report: Report) -> None:
 # ----------------------------------------------------------------------------------- memory
 
 
-def _vm(key: str) -> float:
-    """A /proc/self/status size in MB (VmHWM = peak resident set, VmRSS = current)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def rss_child(tasks: int) -> None:
     """Run ``tasks`` tasks with results streamed to disk; print peak and pre-run RSS as JSON."""
     bench, _ = generated_benchmark(tasks, gen.SMALL_TRAITS)
     config = make_config(simulated("judge"), mode="standard", workers=16)
-    before = _vm("VmHWM")
+    before = memory_mb("VmHWM")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "results.jsonl"
         started = time.perf_counter()
@@ -321,7 +308,7 @@ def rss_child(tasks: int) -> None:
         json.dumps(
             {
                 "tasks": outcome.tasks,
-                "peak_mb": _vm("VmHWM"),
+                "peak_mb": memory_mb("VmHWM"),
                 "before_run_mb": before,
                 "wall_s": wall,
                 "output_mb": size / 1e6,

@@ -33,7 +33,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(HERE))
 
 from benchgen import endpoint, generated_benchmark, make_config, server_process, simulated  # noqa: E402
-from machine import Measured  # noqa: E402
+from machine import Measured, memory_mb  # noqa: E402
 
 from verify.run.runner import run_verification  # noqa: E402
 
@@ -41,30 +41,16 @@ from verify.run.runner import run_verification  # noqa: E402
 VALIDATORS = ("validate_python", "validate_json", "validate_strings", "validate_assignment")
 
 
-def vm(key: str) -> float:
-    """A /proc/self/status size in MB (VmHWM = peak resident set)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def child(tasks: int, url: str | None, keep: bool) -> None:
     """Run ``tasks`` tasks in this process; print what was measured as one JSON line."""
     bench, answers = generated_benchmark(tasks)
     judge = endpoint(url) if url else simulated("judge")
     config = make_config(judge, mode="standard", workers=64)
-    before = vm("VmHWM")
+    before = memory_mb("VmHWM")
     with tempfile.TemporaryDirectory() as tmp, Measured("run") as m:
         outcome = run_verification(bench, config, answers=answers, output=Path(tmp) / "results.json",
                                    keep_results=keep)
-    print(json.dumps({"tasks": outcome.summary.total, "peak_mb": vm("VmHWM"), "before_run_mb": before,
+    print(json.dumps({"tasks": outcome.summary.total, "peak_mb": memory_mb("VmHWM"), "before_run_mb": before,
                       "wall_s": m.wall_s, "cpu_s": m.cpu_s, "load": m.load, "busy": m.busy}))
 
 

@@ -18,7 +18,7 @@ import resource
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["Measured", "cores", "cpu_seconds", "load_average"]
+__all__ = ["Measured", "cores", "cpu_seconds", "load_average", "memory_mb"]
 
 
 def cores() -> int:
@@ -28,6 +28,19 @@ def cores() -> int:
 def load_average() -> float:
     """The 1-minute load average (0.0 where the platform has none)."""
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+
+
+def memory_mb(key: str = "VmHWM") -> float:
+    """A ``/proc/self/status`` size of this process in MB (``VmHWM``: peak resident set, ``VmRSS``: current);
+    the peak from ``getrusage`` where there is no ``/proc``."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def cpu_seconds() -> float:
