@@ -175,6 +175,9 @@ def test_csv_of_ten_questions_runs_end_to_end(tmp_path: Path) -> None:
 def test_columns_flag_is_for_datasets_only(tmp_path: Path) -> None:
     result = invoke(REPO / "verify" / "examples" / "suite" / "suite.yaml", "--columns", "id=x", "--show-plan")
     assert result.exit_code == 1 and "--columns names the columns of a CSV or JSONL dataset" in result.output
+    checkpoint = invoke(REPO / "verify" / "examples" / "demo" / "demo.jsonld", "--preset", "demo",
+                        "--columns", "id=x", "--show-plan")  # a checkpoint is not read by columns either
+    assert checkpoint.exit_code == 1 and "not of demo.jsonld" in checkpoint.output
 
 
 def test_assertions_round_trip_through_a_checkpoint_and_back(tmp_path: Path) -> None:

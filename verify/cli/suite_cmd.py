@@ -35,14 +35,14 @@ def open_suite(flags: dict[str, Any]) -> Suite | None:
     from verify.benchmark.suite import is_suite_file, load_suite
 
     path = flags.get("benchmark")
+    if path is not None and flags.get("columns") and Path(path).suffix.lower() not in (".csv", ".jsonl"):
+        raise UserError(f"--columns names the columns of a CSV or JSONL dataset, not of {Path(path).name}",
+                        "leave --columns out")
     if path is None or not is_suite_file(Path(path)):
         return None
     from verify.benchmark.tabular import parse_columns
 
     columns = parse_columns(flags.get("columns"))
-    if columns and Path(path).suffix.lower() not in (".csv", ".jsonl"):
-        raise UserError(f"--columns names the columns of a CSV or JSONL dataset, not of {Path(path).name}",
-                        "leave --columns out")
     return load_suite(path, allow_outside_paths=bool(flags.get("allow_outside_paths")), columns=columns)
 
 
